@@ -1,0 +1,453 @@
+"""The attempt data model: one prompt, every generation made from it, and their scores.
+
+Vocabulary (seed 002):
+
+* :class:`Message` — one text (and optionally one attachment) sent to or received from a model.
+* :class:`Turn` — a :class:`Message` with the role of whoever said it (``system``, ``user``,
+  ``assistant``).
+* :class:`Conversation` — an ordered list of turns.
+* :class:`Attempt` — one seed prompt, and one conversation history *per generation*.
+
+Access and setting rules of :class:`Attempt`:
+
+* ``attempt.prompt`` returns the first user prompt (with any system turn before it), as a
+  :class:`Conversation`. It may be set exactly once; a second set raises :class:`AttemptError`.
+* Setting ``attempt.outputs = [...]`` adds one layer of responses: the first layer expands the
+  single prompt into one history per generation; every later layer must have the same length.
+* ``attempt.outputs`` returns the latest layer, ``attempt.all_outputs`` every layer.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import mimetypes
+import uuid as _uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+__all__ = [
+    "ATTEMPT_NEW",
+    "ATTEMPT_STARTED",
+    "ATTEMPT_COMPLETE",
+    "AttemptError",
+    "Message",
+    "Turn",
+    "Conversation",
+    "Attempt",
+]
+
+ATTEMPT_NEW = 0
+"""Status of an attempt that has been created but not sent to a generator."""
+ATTEMPT_STARTED = 1
+"""Status of an attempt that has outputs but has not been fully scored."""
+ATTEMPT_COMPLETE = 2
+"""Status of an attempt whose outputs have been scored by every detector."""
+
+ROLES = ("system", "user", "assistant")
+
+
+class AttemptError(ValueError):
+    """Raised when an :class:`Attempt` is used against its access/setting rules."""
+
+
+@dataclass
+class Message:
+    """A single message posed to or received from a generator.
+
+    ``text`` is the text of the message. An attachment (image, audio, file) is referenced by
+    ``data_path`` with its MIME ``data_type`` as ``(type, encoding)``; its content is loaded lazily
+    through :attr:`data`, which also records the sha256 ``data_checksum``. When a checksum is
+    already known, loading verifies it and raises :class:`AttemptError` on a mismatch.
+    """
+
+    text: str | None = None
+    lang: str | None = None
+    data_path: str | None = None
+    data_type: tuple[str | None, str | None] | None = None
+    data_checksum: str | None = None
+    notes: dict | None = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self._data: bytes | None = None
+        if self.data_path is not None:
+            self.data_path = str(self.data_path)
+            if self.data_type is None:
+                self.data_type = mimetypes.guess_type(self.data_path)
+        if self.data_type is not None:
+            self.data_type = tuple(self.data_type)  # type: ignore[assignment]
+        if self.notes is None:
+            self.notes = {}
+
+    @property
+    def data(self) -> bytes | None:
+        """The attachment's bytes, read from ``data_path`` on first access (``None`` if none)."""
+        if self._data is None and self.data_path is not None:
+            path = Path(self.data_path)
+            try:
+                raw = path.read_bytes()
+            except OSError as exc:
+                raise AttemptError(f"cannot read attachment {self.data_path}: {exc.strerror}") from None
+            checksum = hashlib.sha256(raw).hexdigest()
+            if self.data_checksum is not None and self.data_checksum != checksum:
+                raise AttemptError(
+                    f"attachment {self.data_path} changed: sha256 {checksum} != recorded {self.data_checksum}"
+                )
+            self.data_checksum = checksum
+            self._data = raw
+        return self._data
+
+    @data.setter
+    def data(self, value: bytes | None) -> None:
+        self._data = value
+        self.data_checksum = None if value is None else hashlib.sha256(value).hexdigest()
+
+    def as_dict(self) -> dict:
+        """A JSON-ready dict; the attachment itself is not included, only its path and checksum."""
+        return {
+            "text": self.text,
+            "lang": self.lang,
+            "data_path": self.data_path,
+            "data_type": list(self.data_type) if self.data_type is not None else None,
+            "data_checksum": self.data_checksum,
+            "notes": copy.deepcopy(self.notes),
+        }
+
+    @classmethod
+    def from_dict(cls, value: dict | str | None) -> "Message":
+        """Build a message from :meth:`as_dict` output (a bare string is taken as the text)."""
+        if value is None:
+            return cls()
+        if isinstance(value, str):
+            return cls(text=value)
+        if not isinstance(value, dict):
+            raise AttemptError(f"a message must be a dict or a string, not {type(value).__name__}")
+        data_type = value.get("data_type")
+        return cls(
+            text=value.get("text"),
+            lang=value.get("lang"),
+            data_path=value.get("data_path"),
+            data_type=tuple(data_type) if data_type is not None else None,  # type: ignore[arg-type]
+            data_checksum=value.get("data_checksum"),
+            notes=copy.deepcopy(value.get("notes") or {}),
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Message):
+            return NotImplemented
+        return self.as_dict() == other.as_dict()
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+def _as_message(value: Message | str | None) -> Message:
+    if isinstance(value, Message):
+        return value
+    if value is None or isinstance(value, str):
+        return Message(text=value)
+    raise AttemptError(f"expected a Message or a string, not {type(value).__name__}")
+
+
+@dataclass
+class Turn:
+    """A :class:`Message` attributed to a participant: ``system``, ``user`` or ``assistant``."""
+
+    role: str
+    content: Message
+
+    def __post_init__(self) -> None:
+        if self.role not in ROLES:
+            raise AttemptError(f"unknown role {self.role!r}: expected one of {', '.join(ROLES)}")
+        self.content = _as_message(self.content)
+
+    def as_dict(self) -> dict:
+        return {"role": self.role, "content": self.content.as_dict()}
+
+    @classmethod
+    def from_dict(cls, value: dict) -> "Turn":
+        """Build a turn from ``{"role": ..., "content": message-dict-or-string}``."""
+        if not isinstance(value, dict) or "role" not in value:
+            raise AttemptError("a turn must be a dict with a 'role' and a 'content'")
+        return cls(role=value["role"], content=Message.from_dict(value.get("content")))
+
+
+@dataclass
+class Conversation:
+    """An ordered sequence of :class:`Turn` objects, with free-form ``notes``."""
+
+    turns: list[Turn] = field(default_factory=list)
+    notes: dict | None = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.notes is None:
+            self.notes = {}
+
+    def last_message(self, role: str | None = None) -> Message:
+        """The last message exchanged, or the last one said by ``role``.
+
+        Raises :class:`AttemptError` when the conversation holds no such message.
+        """
+        for turn in reversed(self.turns):
+            if role is None or turn.role == role:
+                return turn.content
+        who = f" from {role!r}" if role else ""
+        raise AttemptError(f"the conversation has no message{who}")
+
+    def as_dict(self) -> dict:
+        return {"turns": [t.as_dict() for t in self.turns], "notes": copy.deepcopy(self.notes)}
+
+    @staticmethod
+    def from_dict(value: dict) -> "Conversation":
+        if not isinstance(value, dict):
+            raise AttemptError("a conversation must be a dict with 'turns'")
+        return Conversation(
+            turns=[Turn.from_dict(t) for t in value.get("turns", [])],
+            notes=copy.deepcopy(value.get("notes") or {}),
+        )
+
+    @classmethod
+    def from_openai(cls, conv: list[dict], notes: dict | None = None) -> "Conversation":
+        """Build a conversation from OpenAI chat messages (``[{"role", "content"}, ...]``).
+
+        ``content`` may be a string or a list of parts; text parts are joined, and an
+        ``image_url`` part becomes the message's attachment path.
+        """
+        turns = []
+        for i, msg in enumerate(conv):
+            if not isinstance(msg, dict) or "role" not in msg:
+                raise AttemptError(f"OpenAI message {i} must be a dict with 'role' and 'content'")
+            content = msg.get("content")
+            if isinstance(content, list):
+                texts, data_path = [], None
+                for part in content:
+                    if part.get("type") == "text":
+                        texts.append(part.get("text", ""))
+                    elif part.get("type") == "image_url":
+                        url = part.get("image_url")
+                        data_path = url.get("url") if isinstance(url, dict) else url
+                message = Message(text="\n".join(texts) if texts else None, data_path=data_path)
+            else:
+                message = Message(text=content)
+            turns.append(Turn(role=msg["role"], content=message))
+        return cls(turns=turns, notes=dict(notes or {}))
+
+    def to_openai(self) -> list[dict]:
+        """OpenAI chat messages for this conversation (text only)."""
+        return [{"role": t.role, "content": t.content.text or ""} for t in self.turns]
+
+
+def _as_conversation(value: Conversation | Message | str) -> Conversation:
+    if isinstance(value, Conversation):
+        return copy.deepcopy(value)
+    return Conversation(turns=[Turn(role="user", content=_as_message(value))])
+
+
+class Attempt:
+    """Everything that constitutes one attempt at evaluating a model with one seed prompt.
+
+    Parameters follow seed 002: ``status``, ``prompt`` (a :class:`Message`, :class:`Conversation`
+    or string), ``probe_classname``, ``probe_params``, ``targets`` (strings detectors look for),
+    ``notes``, ``detector_results`` (detector name → one score per output), ``goal``, ``seq``
+    (sequence number within the probe) and ``reverse_translation_outputs``.
+    """
+
+    def __init__(
+        self,
+        status: int = ATTEMPT_NEW,
+        prompt: Conversation | Message | str | None = None,
+        probe_classname: str | None = None,
+        probe_params: dict | None = None,
+        targets: list[str] | None = None,
+        notes: dict | None = None,
+        detector_results: dict | None = None,
+        goal: str | None = None,
+        seq: int = -1,
+        reverse_translation_outputs: list[Message] | None = None,
+    ) -> None:
+        self.uuid = str(_uuid.uuid4())
+        self.status = status
+        self.probe_classname = probe_classname
+        self.probe_params = dict(probe_params or {})
+        self.targets = list(targets or [])
+        self.notes = dict(notes or {})
+        self.detector_results: dict[str, list[float | None]] = dict(detector_results or {})
+        self.goal = goal
+        self.seq = seq
+        self.reverse_translation_outputs: list[Message] = [
+            _as_message(m) for m in (reverse_translation_outputs or [])
+        ]
+        self.conversations: list[Conversation] = []
+        self._layers = 0
+        if prompt is not None:
+            self.prompt = prompt  # type: ignore[assignment]
+
+    # -- prompt ---------------------------------------------------------------------------------
+    @property
+    def prompt(self) -> Conversation | None:
+        """The first user prompt, with the turns before it (e.g. a system prompt)."""
+        if not self.conversations:
+            return None
+        turns = []
+        for turn in self.conversations[0].turns:
+            turns.append(copy.deepcopy(turn))
+            if turn.role == "user":
+                break
+        return Conversation(turns=turns, notes=copy.deepcopy(self.conversations[0].notes))
+
+    @prompt.setter
+    def prompt(self, value: Conversation | Message | str) -> None:
+        if self.conversations:
+            raise AttemptError("the prompt of an attempt can be set only once")
+        if value is None:
+            raise AttemptError("the prompt cannot be set to None")
+        conv = _as_conversation(value)
+        if not any(t.role == "user" for t in conv.turns):
+            raise AttemptError("a prompt needs at least one user turn")
+        self.conversations = [conv]
+
+    # -- outputs --------------------------------------------------------------------------------
+    @property
+    def outputs(self) -> list[Message]:
+        """The latest layer of model outputs: one message per generation (empty before any)."""
+        if self._layers == 0:
+            return []
+        return [c.last_message("assistant") for c in self.conversations]
+
+    @outputs.setter
+    def outputs(self, value: Sequence[Message | str | None]) -> None:
+        if not self.conversations:
+            raise AttemptError("set the prompt of an attempt before its outputs")
+        messages = [_as_message(v) for v in value]
+        if self._layers == 0 and len(self.conversations) == 1:
+            self.conversations = [copy.deepcopy(self.conversations[0]) for _ in messages]
+        if len(messages) != len(self.conversations):
+            raise AttemptError(
+                f"expected {len(self.conversations)} outputs (one per generation), got {len(messages)}"
+            )
+        for conv, msg in zip(self.conversations, messages):
+            conv.turns.append(Turn(role="assistant", content=msg))
+        self._layers += 1
+
+    @property
+    def all_outputs(self) -> list[Message]:
+        """Every model output of every generation, layer by layer."""
+        return [t.content for c in self.conversations for t in c.turns if t.role == "assistant"]
+
+    def add_user_turns(self, messages: Sequence[Message | str]) -> None:
+        """Continue every history with a user message (one per generation) before a new layer."""
+        if self._layers == 0:
+            raise AttemptError("a follow-up user turn needs outputs to follow")
+        msgs = [_as_message(m) for m in messages]
+        if len(msgs) == 1 and len(self.conversations) > 1:
+            msgs = [copy.deepcopy(msgs[0]) for _ in self.conversations]
+        if len(msgs) != len(self.conversations):
+            raise AttemptError(f"expected {len(self.conversations)} user messages, got {len(msgs)}")
+        for conv, msg in zip(self.conversations, msgs):
+            conv.turns.append(Turn(role="user", content=msg))
+
+    # -- language -------------------------------------------------------------------------------
+    @property
+    def lang(self) -> str | None:
+        """The language of the attempt: that of its first message."""
+        if not self.conversations or not self.conversations[0].turns:
+            return None
+        return self.conversations[0].turns[0].content.lang
+
+    def prompt_for(self, lang: str | None) -> Conversation | None:
+        """The prompt in ``lang``: the original (pre-translation) prompt when that is the language
+        asked for, otherwise the prompt sent to the model (also for ``"*"`` or ``None``)."""
+        if lang in (None, "*") or lang == self.lang:
+            return self.prompt
+        original = self.notes.get("pre_translation_prompt")
+        if original is not None:
+            conv = original if isinstance(original, Conversation) else Conversation.from_dict(original)
+            if conv.turns and conv.turns[0].content.lang == lang:
+                return conv
+        return self.prompt
+
+    def outputs_for(self, lang: str | None) -> list[Message]:
+        """The outputs in ``lang``: the model's own outputs for ``"*"``, ``None`` or the attempt's
+        language, otherwise ``reverse_translation_outputs`` when they were filled in."""
+        if lang in (None, "*") or lang == self.lang or not self.reverse_translation_outputs:
+            return self.outputs
+        return list(self.reverse_translation_outputs)
+
+    # -- serialisation ---------------------------------------------------------------------------
+    def as_dict(self) -> dict:
+        """A JSON-ready dict from which :meth:`from_dict` rebuilds an equal attempt."""
+        prompt = self.prompt
+        return {
+            "entry_type": "attempt",
+            "uuid": self.uuid,
+            "seq": self.seq,
+            "status": self.status,
+            "probe_classname": self.probe_classname,
+            "probe_params": copy.deepcopy(self.probe_params),
+            "targets": list(self.targets),
+            "prompt": prompt.as_dict() if prompt is not None else None,
+            "outputs": [m.as_dict() for m in self.outputs],
+            "detector_results": copy.deepcopy(self.detector_results),
+            "notes": _jsonable(self.notes),
+            "goal": self.goal,
+            "conversations": [c.as_dict() for c in self.conversations],
+            "output_layers": self._layers,
+            "reverse_translation_outputs": [m.as_dict() for m in self.reverse_translation_outputs],
+        }
+
+    @classmethod
+    def from_dict(cls, value: dict) -> "Attempt":
+        """Rebuild an attempt from :meth:`as_dict` output."""
+        attempt = cls(
+            status=value.get("status", ATTEMPT_NEW),
+            probe_classname=value.get("probe_classname"),
+            probe_params=value.get("probe_params"),
+            targets=value.get("targets"),
+            notes=copy.deepcopy(value.get("notes") or {}),
+            detector_results=copy.deepcopy(value.get("detector_results") or {}),
+            goal=value.get("goal"),
+            seq=value.get("seq", -1),
+            reverse_translation_outputs=[
+                Message.from_dict(m) for m in value.get("reverse_translation_outputs") or []
+            ],
+        )
+        attempt.uuid = value.get("uuid", attempt.uuid)
+        conversations = value.get("conversations")
+        if conversations:
+            attempt.conversations = [Conversation.from_dict(c) for c in conversations]
+            layers = value.get("output_layers")
+            if layers is None:
+                layers = sum(1 for t in attempt.conversations[0].turns if t.role == "assistant")
+            attempt._layers = layers
+        elif value.get("prompt"):
+            attempt.prompt = Conversation.from_dict(value["prompt"])
+        return attempt
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Attempt):
+            return NotImplemented
+        return self.as_dict() == other.as_dict()
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return (
+            f"Attempt(seq={self.seq}, probe={self.probe_classname!r}, status={self.status}, "
+            f"generations={len(self.conversations) if self._layers else 0})"
+        )
+
+
+def _jsonable(value: Any) -> Any:
+    """Deep-copy ``value`` turning conversations/messages inside notes into dicts."""
+    if isinstance(value, (Conversation, Message, Turn)):
+        return value.as_dict()
+    if isinstance(value, dict):
+        return {k: _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    return copy.deepcopy(value)
+
+
+def texts(messages: Iterable[Message | None]) -> list[str | None]:
+    """The text of each message (``None`` for a missing output)."""
+    return [m.text if m is not None else None for m in messages]

@@ -1,0 +1,32 @@
+"""Checkers and detectors: everything that judges model outputs.
+
+* Detectors (garak-style): score each output of an attempt in ``[0, 1]``; found by name in
+  :data:`detectors` (entry-point group ``redline.detectors``).
+* LVE checkers (seeds 000/001): ``BaseChecker.is_safe`` decides whether an LVE instance is safe;
+  found by class name through :mod:`redline.checkers.registry` (group ``redline.checkers``).
+"""
+
+from __future__ import annotations
+
+from redline.checkers.detector import Detector, DetectorUnavailable, TextDetector
+from redline.plugins import PluginRegistry
+
+__all__ = ["Detector", "DetectorUnavailable", "TextDetector", "detectors", "get_detector"]
+
+detectors = PluginRegistry(
+    "detector",
+    "redline.detectors",
+    {
+        "refusal.Compliance": "redline.checkers.refusal:Compliance",
+        "refusal.Refusal": "redline.checkers.refusal:Refusal",
+        "strings.TargetString": "redline.checkers.strings:TargetString",
+        "strings.Triggers": "redline.checkers.strings:TriggerListDetector",
+        "encoding.DecodedPayload": "redline.checkers.strings:DecodedPayload",
+        "injection.InjectedMarker": "redline.checkers.strings:InjectedMarker",
+    },
+)
+
+
+def get_detector(name: str, **options: object) -> Detector:
+    """Instantiate the detector registered as ``name``."""
+    return detectors.load(name)(**options)

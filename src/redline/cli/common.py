@@ -1,0 +1,241 @@
+"""Shared CLI helpers: consoles, the scan progress bar, summary tables, error reporting."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import traceback
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+__all__ = ["UserError", "out_console", "err_console", "run_scan", "print_summary", "report_exception"]
+
+out_console = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
+err_console = Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+class UserError(Exception):
+    """A mistake in how redline was called; printed as one line."""
+
+
+def report_exception(exc: BaseException) -> int:
+    """Print ``exc`` as one ``error:`` line and return the exit code (1 for user-facing errors
+    raised by redline or the OS, 70 for anything unexpected)."""
+    message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    module = type(exc).__module__ or ""
+    if os.environ.get("REDLINE_DEBUG"):
+        traceback.print_exception(exc, file=sys.stderr)
+    if isinstance(exc, (UserError, OSError)) or module.startswith("redline"):
+        err_console.print(f"error: {message}", markup=False, highlight=False)
+        return 1
+    err_console.print(
+        f"error: internal error {type(exc).__name__}: {message} (set REDLINE_DEBUG=1 for the traceback)",
+        markup=False,
+        highlight=False,
+    )
+    return 70
+
+
+def open_store(path: Path, must_exist: bool = False):
+    from redline.store import Store
+
+    if must_exist and not Path(path).exists():
+        raise UserError(f"no store at {path} (run 'redline scan' first, or pass --store PATH)")
+    return Store(path)
+
+
+def run_scan(config: Any, store_path: Path, *, resume: str | None, retry_errors: bool, quiet: bool) -> str:
+    """Run a scan with a progress bar on stderr; returns the run id. On Ctrl-C, prints how to
+    resume and exits 130."""
+    import asyncio
+
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        ProgressColumn,
+        SpinnerColumn,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+    from rich.text import Text
+
+    from redline.harness import scan
+
+    class RateColumn(ProgressColumn):
+        def render(self, task: Any) -> Text:
+            speed = task.finished_speed or task.speed
+            return Text(f"{speed:.2f} att/s" if speed else "- att/s")
+
+    store = open_store(store_path, must_exist=resume is not None)
+    state: dict[str, Any] = {"run_id": resume, "task": None}
+    progress = Progress(
+        SpinnerColumn(),
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        RateColumn(),
+        TextColumn("ETA"),
+        TimeRemainingColumn(),
+        TimeElapsedColumn(),
+        console=err_console,
+        disable=not err_console.is_terminal and os.environ.get("REDLINE_PROGRESS") != "1",
+        transient=False,
+    )
+
+    def on_progress(event: str, done: int, total: int) -> None:
+        if event == "loading":
+            state["task"] = progress.add_task(f"starting {config.model if config and config.model else 'model'}", total=None)
+        elif event == "start":
+            if state["task"] is not None:
+                progress.update(state["task"], description="scanning", total=total, completed=done)
+            else:
+                state["task"] = progress.add_task("scanning", total=total, completed=done)
+            if not progress.disable:
+                return
+            if not quiet:
+                err_console.print(f"scanning: {total - done} attempts to run ({done} of {total} already stored)")
+        elif event == "advance":
+            progress.advance(state["task"])
+
+    def on_run(run_id: str) -> None:
+        state["run_id"] = run_id
+        if not quiet:
+            err_console.print(f"run {run_id} (store {store_path})")
+
+    try:
+        with progress:
+            asyncio.run(
+                scan(config, store, resume=resume, retry_errors=retry_errors, progress=on_progress, on_run=on_run)
+            )
+    except KeyboardInterrupt:
+        if state["run_id"]:
+            err_console.print(
+                f"interrupted: finished attempts are stored; continue with "
+                f"'redline scan --resume {state['run_id']} --store {store_path}'"
+            )
+        else:
+            err_console.print("interrupted")
+        raise SystemExit(130)
+    except Exception as exc:
+        code = report_exception(exc)
+        if state["run_id"]:
+            err_console.print(f"the run can be continued with 'redline scan --resume {state['run_id']} --store {store_path}'")
+        raise SystemExit(code)
+    finally:
+        store.close()
+    return state["run_id"]
+
+
+def _fmt_rate(value: float | None) -> str:
+    return "-" if value is None else f"{value * 100:.1f}%"
+
+
+def _fmt_ci(ci: list[float] | None) -> str:
+    return "-" if not ci else f"{ci[0] * 100:.1f}–{ci[1] * 100:.1f}%"
+
+
+def print_summary(store_path: Path, run_id: str, as_json: bool) -> None:
+    """Print a run's summary: JSON on stdout, or a table per probe."""
+    from rich.table import Table
+
+    from redline.report.summary import run_summary
+
+    with open_store(store_path, must_exist=True) as store:
+        summary = run_summary(store, run_id)
+    if as_json:
+        sys.stdout.write(json.dumps(summary, indent=2) + "\n")
+        return
+    table = Table(title=f"run {summary['run_id']} · model {summary['model']} · {summary['status']}")
+    table.add_column("probe")
+    table.add_column("attempts", justify="right")
+    table.add_column("failed", justify="right")
+    table.add_column("failure rate", justify="right")
+    table.add_column("95% CI", justify="right")
+    table.add_column("errored", justify="right")
+    table.add_column("metrics / marks")
+    for p in summary["probes"]:
+        extra = []
+        for name, metric in (p.get("metrics") or {}).items():
+            mark = (p.get("marks") or {}).get(name)
+            value = metric.get("value")
+            shown = "-" if value is None else f"{value:.3f}"
+            extra.append(f"{name}={shown}" + (f" [{mark}]" if mark else ""))
+        rate = _fmt_rate(p.get("failure_rate"))
+        table.add_row(
+            p["probe"] + ("" if p.get("complete", True) else " (incomplete)"),
+            str(p["attempts"]),
+            str(p["failed"]),
+            rate,
+            _fmt_ci(p.get("ci95")),
+            str(p.get("errored", 0)),
+            ", ".join(extra),
+        )
+    out_console.print(table)
+
+
+def print_plugins(kind: str, as_json: bool) -> None:
+    from rich.table import Table
+
+    if kind == "probes":
+        from redline.probes import probes as registry
+    elif kind == "detectors":
+        from redline.checkers import detectors as registry
+    else:
+        from redline.generators import generators as registry
+    rows = []
+    for name in registry.names():
+        try:
+            obj = registry.load(name)
+        except Exception as exc:  # a broken third-party plugin is listed, not fatal
+            rows.append({"name": name, "description": f"(failed to load: {exc})"})
+            continue
+        row = {"name": name, "description": (getattr(obj, "description", "") or (obj.__doc__ or "").strip().splitlines()[0] if obj.__doc__ else "")}
+        if kind == "probes":
+            row.update(
+                goal=getattr(obj, "goal", ""),
+                tags=list(getattr(obj, "tags", ())),
+                detectors=list(getattr(obj, "recommended_detectors", ())),
+                active=getattr(obj, "active", True),
+            )
+        rows.append(row)
+    if as_json:
+        sys.stdout.write(json.dumps(rows, indent=2) + "\n")
+        return
+    table = Table(title=kind)
+    table.add_column("name", no_wrap=True)
+    if kind == "probes":
+        table.add_column("goal")
+        table.add_column("detectors")
+        table.add_column("tags")
+        for r in rows:
+            table.add_row(r["name"] + ("" if r.get("active", True) else " (inactive)"), r.get("goal", ""),
+                          ", ".join(r.get("detectors", [])), ", ".join(r.get("tags", [])))
+    else:
+        table.add_column("description")
+        for r in rows:
+            table.add_row(r["name"], r["description"])
+    out_console.print(table)
+
+
+def print_runs(store_path: Path, as_json: bool) -> None:
+    import datetime as dt
+
+    from rich.table import Table
+
+    with open_store(store_path, must_exist=True) as store:
+        runs = store.list_runs()
+    if as_json:
+        sys.stdout.write(json.dumps(runs, indent=2) + "\n")
+        return
+    table = Table(title=f"runs in {store_path}")
+    for col in ("run", "created", "model", "status", "attempts", "failed", "errored"):
+        table.add_column(col)
+    for r in runs:
+        created = dt.datetime.fromtimestamp(r["created"]).strftime("%Y-%m-%d %H:%M:%S")
+        table.add_row(r["run_id"], created, r["model"], r["status"], str(r["attempts"]), str(r["failed"]), str(r["errored"]))
+    out_console.print(table)

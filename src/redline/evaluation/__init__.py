@@ -1,0 +1,28 @@
+"""Evaluation: per-output judgments (evaluators), aggregate statistics (metric calculators) and
+their interpretation as marks A–D (mark definitions) — phases 3 and 4 of :meth:`Probe.run`."""
+
+from redline.evaluation.evaluator import FAIL, PASS, UNDETECTED, DetectorEvaluator, Evaluator
+from redline.evaluation.marks import MARKS, Mark, MarkDefinition
+from redline.evaluation.metrics import (
+    FailureRateCalculator,
+    Metric,
+    MetricCalculator,
+    bootstrap_ci,
+    wilson_interval,
+)
+
+__all__ = [
+    "PASS",
+    "FAIL",
+    "UNDETECTED",
+    "Evaluator",
+    "DetectorEvaluator",
+    "Metric",
+    "MetricCalculator",
+    "FailureRateCalculator",
+    "wilson_interval",
+    "bootstrap_ci",
+    "MARKS",
+    "Mark",
+    "MarkDefinition",
+]

