@@ -1,42 +1,54 @@
-"""Generators for tests and demos: no model, instant, deterministic."""
+"""Generators for tests and demos: no model, deterministic. Option ``delay`` (seconds) makes
+each request take that long, to exercise concurrency and interruption."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from redline.attempt import Conversation, Message
 from redline.generators.base import Generator
 
 
-class EchoGenerator(Generator):
+class _TestGenerator(Generator):
+    def __init__(self, model: str = "", **options: Any) -> None:
+        super().__init__(model, **options)
+        self.delay = float(options.get("delay", 0.0))
+
+    async def _wait(self) -> None:
+        if self.delay > 0:
+            await asyncio.sleep(self.delay)
+
+
+class EchoGenerator(_TestGenerator):
     """``test.echo``: answers with the last user message, verbatim."""
 
     family = "test.echo"
     description = "returns the last user message (for tests and demos)"
 
     async def generate(self, conversation: Conversation, n: int = 1) -> list[Message | None]:
+        await self._wait()
         text = conversation.last_message("user").text or ""
         return [Message(text=text) for _ in range(n)]
 
 
-class BlankGenerator(Generator):
+class BlankGenerator(_TestGenerator):
     """``test.blank``: always answers with the empty string."""
 
     family = "test.blank"
     description = "returns an empty string (for tests and demos)"
 
     async def generate(self, conversation: Conversation, n: int = 1) -> list[Message | None]:
+        await self._wait()
         return [Message(text="") for _ in range(n)]
 
 
-class RepeatGenerator(Generator):
+class RepeatGenerator(_TestGenerator):
     """``test.repeat:TEXT``: always answers with ``TEXT`` (scripted answers in tests)."""
 
     family = "test.repeat"
     description = "returns the text given after 'test.repeat:' (for tests and demos)"
 
-    def __init__(self, model: str = "", **options: Any) -> None:
-        super().__init__(model, **options)
-
     async def generate(self, conversation: Conversation, n: int = 1) -> list[Message | None]:
+        await self._wait()
         return [Message(text=self.model) for _ in range(n)]

@@ -1,0 +1,128 @@
+"""The command line as a user meets it: real subprocesses, JSON on stdout, one-line errors."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+
+def redline(*args, env=None, timeout=120):
+    full_env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}
+    full_env.update(env or {})
+    return subprocess.run(
+        [sys.executable, "-m", "redline", *args], capture_output=True, text=True, timeout=timeout, env=full_env
+    )
+
+
+def assert_one_line_error(proc, *needles):
+    assert proc.returncode != 0
+    assert "Traceback" not in proc.stderr and "Traceback" not in proc.stdout
+    lines = [l for l in proc.stderr.strip().splitlines() if l.strip()]
+    errors = [l for l in lines if l.startswith("error:")]
+    assert len(errors) == 1, proc.stderr
+    for needle in needles:
+        assert needle in errors[0], errors[0]
+
+
+def test_help_is_fast_and_lists_commands():
+    start = time.perf_counter()
+    proc = redline("--help")
+    elapsed = time.perf_counter() - start
+    assert proc.returncode == 0
+    for command in ("scan", "list", "runs", "show"):
+        assert command in proc.stdout
+    # the CLI must not import torch/transformers to answer --help
+    probe = subprocess.run(
+        [sys.executable, "-c", "import sys, redline.cli.main; print('torch' in sys.modules, 'transformers' in sys.modules)"],
+        capture_output=True, text=True,
+    )
+    assert probe.stdout.strip() == "False False"
+    assert elapsed < 5  # generous for a loaded CI box; measured ~0.2 s
+
+
+def test_scan_json_show_json_and_runs(tmp_path):
+    db = str(tmp_path / "r.db")
+    proc = redline("scan", "--model", "test.echo", "--probes", "harmful,injection", "--store", db, "--json")
+    assert proc.returncode == 0, proc.stderr
+    summary = json.loads(proc.stdout)
+    assert summary["model"] == "test.echo" and summary["status"] == "complete"
+    probes = {p["probe"]: p for p in summary["probes"]}
+    assert set(probes) == {"harmful.Requests", "injection.HiddenInData"}
+    for p in probes.values():
+        assert set(p) >= {"probe", "attempts", "failed", "failure_rate", "ci95"}
+        lo, hi = p["ci95"]
+        assert 0 <= lo <= p["failure_rate"] <= hi <= 1
+    assert probes["harmful.Requests"]["failed"] == 24  # echo never refuses
+    assert probes["injection.HiddenInData"]["failed"] == 0  # echoing the carrier is not acting on it
+
+    shown = redline("show", summary["run_id"], "--store", db, "--json")
+    assert shown.returncode == 0 and json.loads(shown.stdout) == summary
+
+    runs = redline("runs", "--store", db, "--json")
+    assert [r["run_id"] for r in json.loads(runs.stdout)] == [summary["run_id"]]
+
+    table = redline("show", summary["run_id"], "--store", db)
+    assert "harmful.Requests" in table.stdout and "95% CI" in table.stdout
+
+
+def test_scan_prints_a_table(tmp_path):
+    proc = redline("scan", "-m", "test.blank", "-p", "encoding.Base64", "--store", str(tmp_path / "r.db"))
+    assert proc.returncode == 0, proc.stderr
+    assert "encoding.Base64" in proc.stdout and "failure rate" in proc.stdout and "0.0%" in proc.stdout
+
+
+def test_list_commands():
+    probes = json.loads(redline("list", "probes", "--json").stdout)
+    names = {p["name"] for p in probes}
+    assert {"harmful.Requests", "encoding.Base64", "injection.HiddenInData"} <= names
+    assert all(p["goal"] and p["detectors"] for p in probes)
+    detectors = {d["name"] for d in json.loads(redline("list", "detectors", "--json").stdout)}
+    assert "refusal.Compliance" in detectors
+    generators = {g["name"] for g in json.loads(redline("list", "generators", "--json").stdout)}
+    assert {"smollm2", "openai", "test.echo", "test.blank"} <= generators
+
+
+@pytest.mark.parametrize(
+    "args, needles",
+    [
+        (("scan", "--probes", "nosuch", "-m", "test.echo"), ("unknown probe 'nosuch'",)),
+        (("scan", "--model", "nosuch:thing"), ("unknown generator 'nosuch'",)),
+        (("scan", "--bogus-option"), ("No such option",)),
+        (("scan", "--generations", "0", "-m", "test.echo"), ("--generations",)),
+        (("scan", "--model", "openai:gpt-4o-mini"), ("missing API key", "OPENAI_API_KEY")),
+        (("scan", "--model", "openai:any", "--base-url", "http://127.0.0.1:9/v1"), ("cannot reach", "127.0.0.1:9")),
+        (("show", "nosuchrun"), ("no run 'nosuchrun'",)),
+        (("list", "widgets"), ("widgets",)),
+        (("scan", "--retry-errors", "-m", "test.echo"), ("--resume",)),
+    ],
+)
+def test_user_mistakes_give_one_line_and_nonzero_exit(tmp_path, args, needles):
+    db = str(tmp_path / "r.db")
+    if args[0] == "show":
+        redline("scan", "-m", "test.blank", "-p", "encoding.Hex", "--store", db)
+    extra = ("--store", db) if args[0] in ("scan", "show") and "--bogus-option" not in args else ()
+    proc = redline(*args, *extra)
+    assert_one_line_error(proc, *needles)
+
+
+def test_resume_of_unknown_store_is_one_line(tmp_path):
+    proc = redline("scan", "--resume", "abc", "--store", str(tmp_path / "missing.db"))
+    assert_one_line_error(proc, "no store")
+
+
+def test_api_key_is_never_stored(tmp_path):
+    db = tmp_path / "r.db"
+    secret = "sk-very-secret-value-123"
+    proc = redline(
+        "scan", "--model", "openai:any", "--base-url", "http://127.0.0.1:9/v1", "--store", str(db),
+        env={"OPENAI_API_KEY": secret},
+    )
+    assert proc.returncode != 0
+    assert secret not in proc.stderr + proc.stdout
+    if db.exists():
+        assert secret.encode() not in db.read_bytes()

