@@ -60,16 +60,29 @@ def run_scan(config: Any, store_path: Path, *, resume: str | None, retry_errors:
         SpinnerColumn,
         TextColumn,
         TimeElapsedColumn,
-        TimeRemainingColumn,
     )
     from rich.text import Text
 
     from redline.harness import scan
 
+    import time as _time
+
     class RateColumn(ProgressColumn):
+        """Attempts per second since this scan started, and the ETA at that rate (rich's own
+        estimate over-reacts to a local model, whose batches finish together)."""
+
         def render(self, task: Any) -> Text:
-            speed = task.finished_speed or task.speed
-            return Text(f"{speed:.2f} att/s" if speed else "- att/s")
+            started = task.fields.get("started")
+            if not started or task.total is None:
+                return Text("")
+            done = task.completed - task.fields.get("initial", 0)
+            elapsed = max(_time.monotonic() - started, 1e-6)
+            rate = done / elapsed
+            if done <= 0:
+                return Text("- att/s  ETA -")
+            remaining = (task.total - task.completed) / rate
+            eta = f"{int(remaining // 60)}:{int(remaining % 60):02d}"
+            return Text(f"{rate:.2f} att/s  ETA {eta}")
 
     store = open_store(store_path, must_exist=resume is not None)
     state: dict[str, Any] = {"run_id": resume, "task": None}
@@ -79,8 +92,6 @@ def run_scan(config: Any, store_path: Path, *, resume: str | None, retry_errors:
         BarColumn(),
         MofNCompleteColumn(),
         RateColumn(),
-        TextColumn("ETA"),
-        TimeRemainingColumn(),
         TimeElapsedColumn(),
         console=err_console,
         disable=not err_console.is_terminal and os.environ.get("REDLINE_PROGRESS") != "1",
@@ -91,10 +102,11 @@ def run_scan(config: Any, store_path: Path, *, resume: str | None, retry_errors:
         if event == "loading":
             state["task"] = progress.add_task(f"starting {config.model if config and config.model else 'model'}", total=None)
         elif event == "start":
+            fields = {"started": _time.monotonic(), "initial": done}
             if state["task"] is not None:
-                progress.update(state["task"], description="scanning", total=total, completed=done)
+                progress.reset(state["task"], description="scanning", total=total, completed=done, **fields)
             else:
-                state["task"] = progress.add_task("scanning", total=total, completed=done)
+                state["task"] = progress.add_task("scanning", total=total, completed=done, **fields)
             if not progress.disable:
                 return
             if not quiet:
