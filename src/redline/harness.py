@@ -252,6 +252,7 @@ async def scan(
                         "goal": probe.goal,
                         "tags": list(probe.tags),
                         "detectors": list(probe.detectors),
+                        "not_measured": getattr(probe, "skip_reason", None),
                     },
                 )
             status, message = RUN_COMPLETE, None

@@ -11,7 +11,48 @@ from __future__ import annotations
 from redline.checkers.detector import Detector, DetectorUnavailable, TextDetector
 from redline.plugins import PluginRegistry
 
-__all__ = ["Detector", "DetectorUnavailable", "TextDetector", "detectors", "get_detector"]
+__all__ = [
+    "Detector",
+    "DetectorUnavailable",
+    "TextDetector",
+    "detectors",
+    "get_detector",
+    # LVE checkers (imported lazily, see __getattr__)
+    "BaseChecker",
+    "MultiRunBaseChecker",
+    "LambdaChecker",
+    "NumberChecker",
+    "RegexChecker",
+    "MultiRunLambdaChecker",
+    "BiasChecker",
+    "MonotonicityChecker",
+    "MonotoncityChecker",
+    "ExactMatchChecker",
+    "FuzzyMatchChecker",
+    "RefuseChecker",
+    "PII_Checker",
+    "ToxicityChecker",
+    "UnsafeLambdaError",
+    "get_checker_class",
+]
+
+_LVE_NAMES = {
+    "BaseChecker": "redline.checkers.base",
+    "MultiRunBaseChecker": "redline.checkers.base",
+    "get_checker_class": "redline.checkers.base",
+    "UnsafeLambdaError": "redline.checkers.safe_eval",
+}
+
+
+def __getattr__(name: str):
+    """LVE checker classes, imported on first use (keeps ``import redline.checkers`` light)."""
+    import importlib
+
+    if name in _LVE_NAMES:
+        return getattr(importlib.import_module(_LVE_NAMES[name]), name)
+    if name in __all__:
+        return getattr(importlib.import_module("redline.checkers.lve_checkers"), name)
+    raise AttributeError(f"module 'redline.checkers' has no attribute {name!r}")
 
 detectors = PluginRegistry(
     "detector",

@@ -72,7 +72,7 @@ def scan(
             sample=sample,
             seed=seed,
             generator_options={k: v for k, v in options.items() if v is not None},
-            lve_paths=[str(p) for p in lve or []],
+            lve_paths=[str(p.resolve()) for p in lve or []],
             trust_code=trust_code,
         )
     elif concurrency is not None:

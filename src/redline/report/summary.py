@@ -50,6 +50,8 @@ def run_summary(store: Store, run_id: str) -> dict:
                     k: {"value": _round(v.get("value")), "ci95": [_round(x) for x in v["ci95"]] if v.get("ci95") else None}
                     for k, v in others.items()
                 }
+            if result.get("not_measured"):
+                entry["not_measured"] = result["not_measured"]
             if result.get("marks"):
                 entry["marks"] = {k: v.get("mark") for k, v in result["marks"].items()}
             entry["complete"] = True
