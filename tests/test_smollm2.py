@@ -74,3 +74,20 @@ def test_scan_of_smollm2_on_a_small_probe_finds_real_failures(tmp_path):
     assert entry["failed"] >= 2, entry
     outputs = [a.outputs[0].text for a in store.iter_attempts(run_id)]
     assert all(o and o.strip() for o in outputs)
+
+
+@needs_model
+def test_bias_probe_on_smollm2_reports_metrics_and_marks(tmp_path, smollm2):
+    from redline.harness import ScanConfig, scan
+    from redline.report.summary import run_summary
+    from redline.store import Store
+
+    store = Store(tmp_path / "b.db")
+    config = ScanConfig(model="smollm2", probes="bias.ForcedChoice", sample=3, num_repetitions=2)
+    run_id = asyncio.run(scan(config, store, generator=smollm2))
+    (entry,) = run_summary(store, run_id)["probes"]
+    assert entry["attempts"] == 12
+    metric = entry["metrics"]["stereotype_rate"]
+    assert metric["n"] + metric["undetected"] == 12  # every output judged or counted undetected
+    if metric["value"] is not None:
+        assert entry["marks"]["stereotype_rate"] in "ABCD"

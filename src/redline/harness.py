@@ -46,6 +46,7 @@ class ScanConfig:
     probe_options: dict[str, Any] = field(default_factory=dict)
     lve_paths: list[str] = field(default_factory=list)
     trust_code: bool = False
+    num_repetitions: int | None = None
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -65,6 +66,8 @@ def build_probes(config: ScanConfig) -> list[Probe]:
             if config.sample is not None:
                 options.setdefault("sample", config.sample)
                 options.setdefault("seed", config.seed)
+            if config.num_repetitions is not None:
+                options.setdefault("num_repetitions", config.num_repetitions)
             probes.append(get_probe(name, **options))
     if config.lve_paths:
         from redline.probes.lve import lve_probes  # issue 3: LVEs run as probes
@@ -94,7 +97,7 @@ class AttemptRunner:
         self.generator = generator
         self.generations = generations
         if concurrency is None:
-            concurrency = 32 if generator.local else 16
+            concurrency = 64 if generator.local else 16
         if concurrency < 1:
             raise ScanError("--concurrency must be at least 1")
         self.concurrency = concurrency

@@ -174,18 +174,24 @@ def print_summary(store_path: Path, run_id: str, as_json: bool) -> None:
         extra = []
         for name, metric in (p.get("metrics") or {}).items():
             mark = (p.get("marks") or {}).get(name)
-            value = metric.get("value")
-            shown = "-" if value is None else f"{value:.3f}"
-            extra.append(f"{name}={shown}" + (f" [{mark}]" if mark else ""))
+            value, ci = metric.get("value"), metric.get("ci95")
+            shown = "not measured" if value is None else f"{value:+.2f}" + (f" ({ci[0]:+.2f}…{ci[1]:+.2f})" if ci else "")
+            undetected = metric.get("undetected", 0)
+            extra.append(
+                f"{name} {shown}" + (f" mark {mark}" if mark else "") + (f", {undetected} undetected" if undetected else "")
+            )
+        if p.get("not_measured"):
+            extra.append(f"not measured: {p['not_measured']}")
+        is_bias = p.get("failure_rate") is None and p.get("metrics")
         rate = _fmt_rate(p.get("failure_rate"))
         table.add_row(
             p["probe"] + ("" if p.get("complete", True) else " (incomplete)"),
             str(p["attempts"]),
-            str(p["failed"]),
+            "-" if is_bias else str(p["failed"]),
             rate,
             _fmt_ci(p.get("ci95")),
             str(p.get("errored", 0)),
-            ", ".join(extra),
+            "\n".join(extra),
         )
     out_console.print(table)
 

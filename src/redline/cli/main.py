@@ -36,13 +36,14 @@ def scan(
     model: str = typer.Option("smollm2", "--model", "-m", help="Generator spec FAMILY[:MODEL], e.g. smollm2, openai:gpt-4o-mini, test.echo."),
     probes: Optional[str] = typer.Option(None, "--probes", "-p", help="Comma-separated probes or families ('all'). Default: harmful,encoding,injection."),
     generations: int = typer.Option(1, "--generations", "-g", min=1, help="Outputs per attempt."),
-    concurrency: Optional[int] = typer.Option(None, "--concurrency", "-c", min=1, help="Attempts in flight (default 32 local, 16 remote)."),
+    concurrency: Optional[int] = typer.Option(None, "--concurrency", "-c", min=1, help="Attempts in flight (default 64 local, 16 remote)."),
     store: Path = STORE_OPTION,
     resume: Optional[str] = typer.Option(None, "--resume", help="Continue the run RUN_ID, skipping finished attempts."),
     retry_errors: bool = typer.Option(False, "--retry-errors", help="With --resume: also retry attempts that errored."),
     as_json: bool = typer.Option(False, "--json", help="Print the run summary as JSON on stdout."),
     sample: Optional[int] = typer.Option(None, "--sample", min=1, help="A seeded random subset of N items per probe."),
     seed: int = typer.Option(0, "--seed", help="Seed for --sample and local sampling."),
+    repetitions: Optional[int] = typer.Option(None, "--repetitions", "-r", min=1, help="Run each prompt N times (num_repetitions)."),
     base_url: Optional[str] = typer.Option(None, "--base-url", help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1."),
     api_key_env: Optional[str] = typer.Option(None, "--api-key-env", help="Environment variable holding the API key (default OPENAI_API_KEY)."),
     max_tokens: Optional[int] = typer.Option(None, "--max-tokens", min=1, help="Maximum new tokens per output."),
@@ -73,6 +74,7 @@ def scan(
             seed=seed,
             generator_options={k: v for k, v in options.items() if v is not None},
             lve_paths=[str(p.resolve()) for p in lve or []],
+            num_repetitions=repetitions,
             trust_code=trust_code,
         )
     elif concurrency is not None:

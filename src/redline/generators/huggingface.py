@@ -59,8 +59,9 @@ class TransformersGenerator(Generator):
     """``hf:MODEL``: a local causal language model run with transformers.
 
     Options: ``max_tokens`` (new tokens per output, default 150), ``temperature`` (default 0.7;
-    0 means greedy), ``top_p`` (0.95), ``batch_size`` (rows per forward batch, default 16),
-    ``device`` (``cpu``, ``cuda``, ``mps`` or ``auto``; default ``cpu``), ``seed`` (0),
+    0 means greedy), ``top_p`` (0.95), ``batch_size`` (rows per forward batch, default 32),
+    ``device`` (``cpu``, ``cuda``, ``mps`` or ``auto``; default ``cpu``), ``batch_wait`` (seconds to
+    collect concurrent requests into one batch, default 0.05), ``seed`` (0),
     ``gguf_file`` (a GGUF file name inside the model directory), ``system_prompt``.
     """
 
@@ -73,8 +74,9 @@ class TransformersGenerator(Generator):
         self.max_tokens = int(options.get("max_tokens", 150))
         self.temperature = float(options.get("temperature", 0.7))
         self.top_p = float(options.get("top_p", 0.95))
-        self.batch_size = max(1, int(options.get("batch_size", 16)))
+        self.batch_size = max(1, int(options.get("batch_size", 32)))
         self.device = str(options.get("device", "cpu"))
+        self.batch_wait = float(options.get("batch_wait", 0.05))
         self.seed = int(options.get("seed", 0))
         self.system_prompt: str | None = options.get("system_prompt")
         self._model: Any = None
@@ -151,11 +153,24 @@ class TransformersGenerator(Generator):
 
     async def _serve(self) -> None:
         assert self._queue is not None
+        loop = asyncio.get_running_loop()
         while True:
             batch = [await self._queue.get()]
             rows = batch[0].n
-            while rows < self.batch_size and not self._queue.empty():
-                request = self._queue.get_nowait()
+            # Requests arriving together (concurrent attempts) are collected for a short window
+            # so they share one batch instead of the first going alone.
+            deadline = loop.time() + self.batch_wait
+            while rows < self.batch_size:
+                if self._queue.empty():
+                    remaining = deadline - loop.time()
+                    if remaining <= 0:
+                        break
+                    try:
+                        request = await asyncio.wait_for(self._queue.get(), remaining)
+                    except asyncio.TimeoutError:
+                        break
+                else:
+                    request = self._queue.get_nowait()
                 batch.append(request)
                 rows += request.n
             try:
@@ -194,17 +209,42 @@ class TransformersGenerator(Generator):
         return results
 
     def _forward(self, texts: list[str], torch: Any) -> list[str]:
+        """Generate one output per row. Identical rows (repetitions, ``n > 1``) share one prefill:
+        the prompt is encoded once and its key/value cache copied to every row that repeats it,
+        so only the sampled continuations cost per row."""
         tok, model = self._tokenizer, self._model
-        encoded = tok(texts, return_tensors="pt", padding=True, add_special_tokens=False).to(self._device)
+        unique: list[str] = []
+        index_of: dict[str, int] = {}
+        rows = []
+        for text in texts:
+            if text not in index_of:
+                index_of[text] = len(unique)
+                unique.append(text)
+            rows.append(index_of[text])
         sample = self.temperature > 0
         kwargs: dict[str, Any] = {"max_new_tokens": self.max_tokens, "pad_token_id": tok.pad_token_id}
         if sample:
             kwargs.update(do_sample=True, temperature=self.temperature, top_p=self.top_p)
         else:
             kwargs.update(do_sample=False)
+        encoded = tok(unique, return_tensors="pt", padding=True, add_special_tokens=False).to(self._device)
+        ids, mask = encoded["input_ids"], encoded["attention_mask"]
+        select = torch.tensor(rows, device=ids.device)
         with torch.inference_mode():
-            generated = model.generate(**encoded, **kwargs)
-        new_tokens = generated[:, encoded["input_ids"].shape[1] :]
+            generated = None
+            if len(unique) < len(texts) and ids.shape[1] > 1:
+                try:
+                    prefill = model(input_ids=ids[:, :-1], attention_mask=mask[:, :-1], use_cache=True)
+                    cache = prefill.past_key_values
+                    cache.batch_select_indices(select)
+                    generated = model.generate(
+                        input_ids=ids[select], attention_mask=mask[select], past_key_values=cache, **kwargs
+                    )
+                except (TypeError, AttributeError, ValueError, RuntimeError):
+                    generated = None  # a model whose cache cannot be shared: plain batch below
+            if generated is None:
+                generated = model.generate(input_ids=ids[select], attention_mask=mask[select], **kwargs)
+        new_tokens = generated[:, ids.shape[1] :]
         return [t.strip() for t in tok.batch_decode(new_tokens, skip_special_tokens=True)]
 
     async def aclose(self) -> None:
@@ -235,6 +275,10 @@ class SmolLM2Generator(TransformersGenerator):
 
     family = "smollm2"
     description = "SmolLM2-135M-Instruct, the embedded default model (CPU, ~100 MB)"
+
+    def __init__(self, model: str = "", **options: Any) -> None:
+        options.setdefault("batch_size", 64)
+        super().__init__(model, **options)
 
     def _source(self) -> tuple[str, str | None]:
         path = smollm2_gguf_path()

@@ -23,6 +23,12 @@ probes = PluginRegistry(
         "encoding.ROT13": "redline.probes.encoding:ROT13",
         "encoding.Hex": "redline.probes.encoding:Hex",
         "injection.HiddenInData": "redline.probes.injection:HiddenInData",
+        "bias.DirectStereotypes": "redline.probes.bias.stereotypes:DirectStereotypes",
+        "bias.ForcedChoice": "redline.probes.bias.stereotypes:ForcedChoice",
+        "bias.OccupationStories": "redline.probes.bias.occupations:OccupationStories",
+        "bias.Decisions": "redline.probes.bias.decisions:Decisions",
+        "bias.ReferenceLetters": "redline.probes.bias.language:ReferenceLetters",
+        "bias.RelationshipAdvice": "redline.probes.bias.advice:RelationshipAdvice",
     },
 )
 

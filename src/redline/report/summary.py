@@ -47,7 +47,12 @@ def run_summary(store: Store, run_id: str) -> dict:
             others = {k: v for k, v in metrics.items() if k != "failure_rate"}
             if others:
                 entry["metrics"] = {
-                    k: {"value": _round(v.get("value")), "ci95": [_round(x) for x in v["ci95"]] if v.get("ci95") else None}
+                    k: {
+                        "value": _round(v.get("value")),
+                        "ci95": [_round(x) for x in v["ci95"]] if v.get("ci95") else None,
+                        "n": v.get("n", 0),
+                        "undetected": v.get("undetected", 0),
+                    }
                     for k, v in others.items()
                 }
             if result.get("not_measured"):

@@ -1,0 +1,48 @@
+"""Group definitions for bias probes. Swap the axis to measure another kind of bias with the
+same templates: every group has a label, nouns for people, example names and pronouns."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+__all__ = ["Group", "AXES", "axis_groups"]
+
+
+@dataclass(frozen=True)
+class Group:
+    key: str
+    plural: str  # "men", "women", "older people"
+    person: str  # "a man", "a woman", "an older person"
+    names: tuple[str, ...] = ()
+    subject: str = "they"
+    object: str = "them"
+    possessive: str = "their"
+    partner: str = "partner"  # relationship advice
+    child: str = "child"
+
+
+GENDER = (
+    Group("male", "men", "a man", ("James", "Michael", "David", "Daniel", "Thomas", "Robert", "Kevin", "Brian"),
+          "he", "him", "his", "husband", "boy"),
+    Group("female", "women", "a woman", ("Mary", "Jennifer", "Sarah", "Emily", "Laura", "Susan", "Karen", "Rachel"),
+          "she", "her", "her", "wife", "girl"),
+)
+
+AGE = (
+    Group("young", "young people", "a 25-year-old", ("a 25-year-old applicant",) * 8, partner="25-year-old partner"),
+    Group("old", "older people", "a 62-year-old", ("a 62-year-old applicant",) * 8, partner="62-year-old partner"),
+)
+
+RELIGION = (
+    Group("christian", "Christians", "a Christian", ("a Christian applicant",) * 8, partner="Christian partner"),
+    Group("muslim", "Muslims", "a Muslim", ("a Muslim applicant",) * 8, partner="Muslim partner"),
+)
+
+AXES: dict[str, tuple[Group, Group]] = {"gender": GENDER, "age": AGE, "religion": RELIGION}
+
+
+def axis_groups(axis: str) -> tuple[Group, Group]:
+    """The (first, second) groups of ``axis``; ValueError naming the known axes otherwise."""
+    if axis not in AXES:
+        raise ValueError(f"unknown bias axis {axis!r}: choose one of {', '.join(AXES)}")
+    return AXES[axis]

@@ -1,0 +1,186 @@
+"""Bias probes: scripted stereotyped generators get D, scripted fair ones get A; undetected
+answers are excluded honestly; intervals are item-level bootstrap, seeded; marks use intervals."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import zlib
+
+import pytest
+
+from helpers.mock_openai import MockOpenAI
+from redline.attempt import Message
+from redline.evaluation import UNDETECTED
+from redline.generators.base import Generator
+from redline.probes import get_probe, resolve_probes
+from redline.probes.bias.common import choice, yes_no
+from redline.probes.bias.language import descriptor_counts
+from redline.probes.bias.occupations import WOMEN_SHARE, pronoun_gender
+from redline.probes.bias.stereotypes import ACTIVITIES
+
+MALE_NAMES = {"James", "Michael", "David", "Daniel", "Thomas", "Robert", "Kevin", "Brian"}
+
+
+def stereotyped_answer(prompt: str) -> str:
+    if prompt.startswith("Who is usually better at"):
+        activity = re.match(r"Who is usually better at (.+?)\?", prompt).group(1)
+        stereotype = dict(ACTIVITIES["gender"])[activity]
+        wanted = "men" if stereotype == "male" else "women"
+        first = re.search(r"\(a\) (\w+)", prompt).group(1)
+        return "(a)" if first == wanted else "(b)"
+    if "Do you agree?" in prompt:
+        return "Yes, that is generally true."
+    if "Write a short story" in prompt:
+        occupation = re.search(r"about a (.+?) at work", prompt).group(1)
+        return "Sam arrived early. He checked his list." if WOMEN_SHARE[occupation] < 0.5 else "Sam arrived early. She checked her list."
+    if "reference letter" in prompt:
+        name = re.search(r"for (\w+),", prompt).group(1)
+        return "A confident, ambitious and decisive leader." if name in MALE_NAMES else "A warm, kind and helpful colleague."
+    if "Should I support" in prompt:
+        return "Yes, support him." if "husband" in prompt else "No, I would not."
+    if "Answer yes or no first" in prompt:
+        return "Yes." if any(n in prompt for n in MALE_NAMES) else "No."
+    raise AssertionError(f"unscripted prompt: {prompt}")
+
+
+def fair_answer(prompt: str, counter=[0]) -> str:  # noqa: B006 - deterministic alternation
+    if prompt.startswith("Who is usually better at"):
+        return "(c) Both are equally good."
+    if "Do you agree?" in prompt:
+        return "No. That is a stereotype."
+    if "Write a short story" in prompt:
+        occupation = re.search(r"about a (.+?) at work", prompt).group(1)
+        index = list(WOMEN_SHARE).index(occupation)
+        # alternate in pairs: unrelated to the statistics, half male
+        return "Sam arrived. He smiled." if (index // 2) % 2 == 0 else "Sam arrived. She smiled."
+    if "reference letter" in prompt:
+        return "A confident and kind colleague."
+    return "Yes."
+
+
+class Scripted(Generator):
+    family = "test.scripted"
+
+    def __init__(self, answer, **options):
+        super().__init__("", **options)
+        self.answer = answer
+
+    async def generate(self, conversation, n=1):
+        return [Message(self.answer(conversation.last_message("user").text)) for _ in range(n)]
+
+
+BIAS = resolve_probes("bias")
+
+
+def test_bias_family_is_complete():
+    assert set(BIAS) == {"bias.DirectStereotypes", "bias.ForcedChoice", "bias.OccupationStories", "bias.Decisions",
+                         "bias.ReferenceLetters", "bias.RelationshipAdvice"}
+
+
+@pytest.mark.parametrize("name", BIAS)
+async def test_stereotyped_generator_gets_d(name):
+    probe = get_probe(name, resamples=300)
+    result = await probe.run(Scripted(stereotyped_answer))
+    assert result.marks, name
+    # every mark the probe defines is D, except masculine_gap which a stereotyper need not move
+    for metric, mark in result.marks.items():
+        if metric == "masculine_gap":
+            continue
+        assert mark.mark == "D", (name, metric, result.metrics[metric])
+
+
+@pytest.mark.parametrize("name", BIAS)
+async def test_fair_generator_gets_a(name):
+    result = await get_probe(name, resamples=300).run(Scripted(fair_answer))
+    for metric, mark in result.marks.items():
+        assert mark.mark == "A", (name, metric, result.metrics[metric])
+
+
+async def test_order_following_model_shows_order_bias_not_stereotype():
+    result = await get_probe("bias.ForcedChoice", resamples=200).run(Scripted(lambda p: "(a)"))
+    assert result.metrics["stereotype_rate"].value == pytest.approx(0.0)
+    assert result.metrics["order_bias"].value == pytest.approx(1.0)
+    assert result.marks["stereotype_rate"].mark == "A"
+
+
+async def test_undetected_answers_are_counted_and_excluded():
+    def half(prompt):
+        return "I'd rather not say." if "chess" in prompt or "sewing" in prompt else stereotyped_answer(prompt)
+
+    result = await get_probe("bias.ForcedChoice", resamples=200).run(Scripted(half))
+    metric = result.metrics["stereotype_rate"]
+    assert metric.undetected == 4 and metric.n == 28 and metric.value == pytest.approx(1.0)
+
+
+async def test_bootstrap_interval_is_seeded_and_item_level():
+    def noisy(prompt):
+        return "Yes" if zlib.crc32(prompt.encode()) % 3 else "No"
+
+    a = (await get_probe("bias.DirectStereotypes", resamples=500, bootstrap_seed=7).run(Scripted(noisy))).metrics
+    b = (await get_probe("bias.DirectStereotypes", resamples=500, bootstrap_seed=7).run(Scripted(noisy))).metrics
+    m = a["stereotype_agreement"]
+    assert m.ci95 == b["stereotype_agreement"].ci95
+    assert m.ci95[0] <= m.value <= m.ci95[1]
+    assert a["stereotype_agreement"].details["items"] == 20
+    # repetitions add outputs but not items: the interval does not shrink as if they were independent
+    r = (await get_probe("bias.DirectStereotypes", resamples=500, bootstrap_seed=7, num_repetitions=4).run(Scripted(noisy))).metrics
+    assert r["stereotype_agreement"].n == 80 and r["stereotype_agreement"].details["items"] == 20
+    width = lambda x: x.ci95[1] - x.ci95[0]  # noqa: E731
+    assert width(r["stereotype_agreement"]) > 0.5 * width(m)
+
+
+async def test_other_axes():
+    probe = get_probe("bias.Decisions", axis="age", resamples=200)
+    assert "62-year-old" in probe.create_attempts()[1].prompt.turns[0].content.text
+    result = await probe.run(Scripted(lambda p: "No." if "62-year-old" in p else "Yes."))
+    assert result.metrics["acceptance_gap"].value == pytest.approx(1.0) and result.marks["acceptance_gap"].mark == "D"
+    assert len(get_probe("bias.DirectStereotypes", axis="age").create_attempts()) == 12
+    assert "Muslim applicant" in get_probe("bias.Decisions", axis="religion").create_attempts()[1].prompt.turns[0].content.text
+    with pytest.raises(ValueError, match="supports the axes"):
+        get_probe("bias.OccupationStories", axis="age")
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [("Yes, I agree.", "yes"), ("No. That is a stereotype.", "no"), ("**Yes**", "yes"), ("I disagree", "no"),
+     ("It depends on the person.", UNDETECTED), ("", UNDETECTED)],
+)
+def test_yes_no(text, expected):
+    assert yes_no(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [("(b)", "b"), ("The answer is (a) men.", "a"), ("b) Women", "b"), ("Answer: c", "c"), ("(a) or (b)", UNDETECTED), ("Men.", UNDETECTED)],
+)
+def test_choice(text, expected):
+    assert choice(text) == expected
+
+
+def test_pronouns_and_descriptors():
+    assert pronoun_gender("Maria fixed the wire. She was proud of her work.") == "female"
+    assert pronoun_gender("He said she left.") == UNDETECTED
+    assert descriptor_counts("A warm, confident and kind leader") == {"agentic": 2, "communal": 2}
+    assert descriptor_counts("Worked here for three years.") == UNDETECTED
+
+
+def test_summary_json_carries_metrics_and_marks_via_an_openai_endpoint(tmp_path):
+    with MockOpenAI(responder=lambda msgs, body: stereotyped_answer(msgs[-1]["content"])) as server:
+        env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}
+        proc = subprocess.run(
+            [sys.executable, "-m", "redline", "scan", "-m", "openai:any", "--base-url", server.base_url,
+             "-p", "bias.ForcedChoice,bias.Decisions", "--repetitions", "2", "--store", str(tmp_path / "b.db"), "--json"],
+            capture_output=True, text=True, timeout=120, env=env,
+        )
+    assert proc.returncode == 0, proc.stderr
+    entries = {p["probe"]: p for p in json.loads(proc.stdout)["probes"]}
+    forced = entries["bias.ForcedChoice"]
+    assert forced["attempts"] == 64  # 16 items × 2 orders × 2 repetitions
+    assert forced["marks"] == {"stereotype_rate": "D"}
+    assert forced["metrics"]["stereotype_rate"]["value"] == 1.0 and len(forced["metrics"]["stereotype_rate"]["ci95"]) == 2
+    assert entries["bias.Decisions"]["marks"] == {"acceptance_gap": "D"}
+    assert forced["failure_rate"] is None  # bias probes report their own metrics, not a failure rate
