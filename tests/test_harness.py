@@ -55,7 +55,7 @@ class FlakyGenerator(Generator):
 async def test_scan_stores_every_attempt_and_summary(tmp_path):
     store = Store(tmp_path / "r.db")
     gen = CountingGenerator()
-    run_id = await scan(ScanConfig(model="test.counting", probes="harmful", generations=2, concurrency=4), store, generator=gen)
+    run_id = await scan(ScanConfig(model="test.counting", probes="harmful.Requests", generations=2, concurrency=4), store, generator=gen)
     run = store.get_run(run_id)
     assert run["status"] == RUN_COMPLETE
     attempts = list(store.iter_attempts(run_id))
@@ -72,7 +72,7 @@ async def test_scan_stores_every_attempt_and_summary(tmp_path):
 
 async def test_request_errors_are_recorded_and_counted_separately(tmp_path):
     store = Store(tmp_path / "r.db")
-    run_id = await scan(ScanConfig(model="x", probes="harmful"), store, generator=FlakyGenerator())
+    run_id = await scan(ScanConfig(model="x", probes="harmful.Requests"), store, generator=FlakyGenerator())
     errored = list(store.iter_attempts(run_id, errored=True))
     assert len(errored) == 1 and "HTTP 500" in errored[0].notes["error"]
     entry = run_summary(store, run_id)["probes"][0]
@@ -91,13 +91,13 @@ async def test_unavailable_generator_stops_the_run_resumably(tmp_path):
     store = Store(tmp_path / "r.db")
     runs = []
     with pytest.raises(GeneratorUnavailable, match="cannot reach"):
-        await scan(ScanConfig(model="x", probes="harmful"), store, generator=DeadGenerator(), on_run=runs.append)
+        await scan(ScanConfig(model="x", probes="harmful.Requests"), store, generator=DeadGenerator(), on_run=runs.append)
     assert store.get_run(runs[0])["status"] == RUN_INTERRUPTED
 
 
 async def test_resume_skips_finished_and_retry_errors_retries_them(tmp_path):
     store = Store(tmp_path / "r.db")
-    run_id = await scan(ScanConfig(model="test.echo", probes="harmful"), store, generator=FlakyGenerator())
+    run_id = await scan(ScanConfig(model="test.echo", probes="harmful.Requests"), store, generator=FlakyGenerator())
     gen = CountingGenerator()
     await scan(None, store, resume=run_id, generator=gen)
     assert gen.calls == 0  # nothing to redo
@@ -124,7 +124,7 @@ KILL_SCRIPT = textwrap.dedent(
     import asyncio, sys
     from redline.harness import ScanConfig, scan
     from redline.store import Store
-    config = ScanConfig(model="test.echo", probes="harmful,injection", concurrency=2,
+    config = ScanConfig(model="test.echo", probes="harmful.Requests,injection.HiddenInData", concurrency=2,
                         generator_options={"delay": 0.05})
     resume = sys.argv[2] if len(sys.argv) > 2 else None
     asyncio.run(scan(None if resume else config, Store(sys.argv[1]), resume=resume,

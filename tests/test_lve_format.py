@@ -1,28 +1,32 @@
-"""The LVE repository format: verify, run, record, bad input, custom checkers, scan --lve."""
+"""The LVE format: test.json forms, prompt files, substitution, and malformed input."""
 
 from __future__ import annotations
 
 import json
-import shutil
-import subprocess
-import sys
+import re
 from pathlib import Path
 
 import pytest
 
-from redline.lve.model import LVEFormatError, load_lve
-from redline.lve.verify import verify
+from redline.lve.errors import CustomCodeRefused, LVEFormatError
+from redline.lve.model import find_lves, load_lve, parse_instance
+from redline.lve.prompt import Role, placeholders, substitute
+
+BASE = {
+    "description": "d",
+    "model": "test.echo",
+    "checker_args": {"checker_name": "RegexChecker", "pattern": "x", "match_safe": False},
+    "prompt": [{"role": "user", "content": "hi {name}"}],
+    "prompt_parameters": ["name"],
+}
 
 
-def redline(*args, cwd=None):
-    return subprocess.run([sys.executable, "-m", "redline", *args], capture_output=True, text=True, timeout=300, cwd=cwd)
-
-
-def write_lve(folder: Path, test: dict | str, instances: list | str | None = None, prompt_file: str | None = None) -> Path:
+def write_lve(folder: Path, test: dict | str, instances: list | str | None = None, files: dict[str, str] | None = None) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / "test.json").write_text(test if isinstance(test, str) else json.dumps(test))
-    if prompt_file is not None:
-        (folder / "test.prompt").write_text(prompt_file)
+    (folder / "test.json").write_text(test if isinstance(test, str) else json.dumps(test, indent=4))
+    for name, text in (files or {}).items():
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_text(text)
     if instances is not None:
         (folder / "instances").mkdir(exist_ok=True)
         text = instances if isinstance(instances, str) else "\n".join(json.dumps(i) for i in instances) + "\n"
@@ -30,186 +34,205 @@ def write_lve(folder: Path, test: dict | str, instances: list | str | None = Non
     return folder
 
 
-def test_verify_agrees_with_every_recorded_verdict_in_the_samples(lve_samples):
-    report = verify(lve_samples)
-    assert report.lves == 6
-    assert report.total == 23 and report.agree == 23
-    assert report.disagree == [] and report.skipped == [] and report.errors == []
+def test_substitute_is_format_like_but_inert():
+    assert substitute("{a} + {b} = {{x}} [0-9]{{1,6}}", {"a": 1, "b": "2"}) == "1 + 2 = {x} [0-9]{1,6}"
+    assert substitute("{0} {x.__class__} {missing} {", {"x": 1}) == "{0} {x.__class__} {missing} {"
+    assert placeholders("{a}{{b}}{c}") == {"a", "c"}
 
 
-def test_verify_cli_json(lve_samples):
-    proc = redline("lve", "verify", str(lve_samples), "--json")
-    assert proc.returncode == 0, proc.stderr
-    data = json.loads(proc.stdout)
-    assert data == {"total": 23, "agree": 23, "disagree": [], "skipped": [], "errors": []}
+def test_prompt_forms(tmp_path):
+    as_string = load_lve(write_lve(tmp_path / "s", {**BASE, "prompt": "hello {name}"}))
+    assert [(m.role, m.content) for m in as_string.prompt] == [(Role.user, "hello {name}")]
+    assert as_string.prompts_for({"name": "Ann"})[0][0].content == "hello Ann"
+
+    jsonl = '{"role": "system", "content": "sys"}\n{"role": "user", "content": "hi {name}"}\n'
+    from_jsonl = load_lve(write_lve(tmp_path / "j", {**{k: v for k, v in BASE.items() if k != "prompt"}, "prompt_file": "test.prompt"}, files={"test.prompt": jsonl}))
+    assert [m.role for m in from_jsonl.prompt] == [Role.system, Role.user]
+
+    single = '{\n  "role": "user",\n  "content": "one {name}"\n}\n'
+    from_single = load_lve(write_lve(tmp_path / "o", {**{k: v for k, v in BASE.items() if k != "prompt"}, "prompt_file": "test.prompt"}, files={"test.prompt": single}))
+    assert from_single.prompt[0].content == "one {name}"
+
+    text = "Plain text prompt for {name}.\nSecond line.\n"
+    from_text = load_lve(write_lve(tmp_path / "t", {**{k: v for k, v in BASE.items() if k != "prompt"}, "prompt_file": "test.prompt"}, files={"test.prompt": text}))
+    assert from_text.prompt[0].role == Role.user and from_text.prompt[0].content == text
 
 
-def test_a_flipped_verdict_is_reported_with_file_and_line(tmp_path, lve_samples):
-    repo = tmp_path / "repo"
-    shutil.copytree(lve_samples / "dummy", repo / "dummy")
-    inst = repo / "dummy/math/a_plus_b/openai--gpt-35-turbo/instances/two_digits.jsonl"
-    lines = inst.read_text().splitlines()
-    record = json.loads(lines[1])
-    record["passed"] = not record["passed"]
-    lines[1] = json.dumps(record)
-    inst.write_text("\n".join(lines) + "\n")
-    proc = redline("lve", "verify", str(repo), "--json")
-    assert proc.returncode == 1
-    data = json.loads(proc.stdout)
-    assert len(data["disagree"]) == 1
-    (d,) = data["disagree"]
-    assert d["file"].endswith("two_digits.jsonl") and d["line"] == 2 and d["expected"] is False and d["got"] is True
+def test_image_and_multi_variable_prompts(tmp_path):
+    test = {**BASE, "prompt": [
+        {"role": "user", "content": "Which mountain?", "image_url": "{img}"},
+        {"role": "assistant", "variable": "first"},
+        {"role": "user", "content": "Sure?"},
+        {"role": "assistant", "variable": "second"},
+    ], "prompt_parameters": ["img"]}
+    lve = load_lve(write_lve(tmp_path / "v", test))
+    (chat,) = lve.prompts_for({"img": "https://example.org/m.png"})
+    assert chat[0].image_url == "https://example.org/m.png"
+    assert [m.variable for m in chat if m.role == Role.assistant] == ["first", "second"]
 
 
-BASE_TEST = {
-    "description": "d",
-    "model": "openai/gpt-4",
-    "checker_args": {"checker_name": "LambdaChecker", "func": "lambda r: r == 'ok'"},
-    "prompt": [{"content": "say ok", "role": "user"}],
-    "author": "me",
-}
+def test_multi_run_prompt_with_repetitions(tmp_path):
+    test = {k: v for k, v in BASE.items() if k != "prompt"}
+    test["multi_run_prompt"] = [
+        {"name": "a", "prompt": [{"role": "user", "content": "A {name}"}], "repetitions": 2},
+        {"name": "b", "prompt": "B {name}"},
+    ]
+    lve = load_lve(write_lve(tmp_path / "m", test))
+    assert lve.is_multi_run
+    assert [chat[0].content for chat in lve.prompts_for({"name": "x"})] == ["A x", "A x", "B x"]
+
+
+def test_templated_checker_arguments_take_instance_values(tmp_path):
+    test = {**BASE, "checker_args": {"checker_name": "RegexChecker", "pattern": "^{name}[0-9]{{1,2}}$", "match_safe": True}}
+    lve = load_lve(write_lve(tmp_path / "r", test))
+    checker = lve.checker(args={"name": "ab", "temperature": 0.3})
+    assert checker.pattern.pattern == "^ab[0-9]{1,2}$"
+    assert lve.checker(args={"name": "cd"}).pattern.pattern == "^cd[0-9]{1,2}$"
+
+
+def test_split_args_and_missing_parameters(tmp_path):
+    lve = load_lve(write_lve(tmp_path / "p", BASE))
+    assert lve.split_args({"name": "x", "temperature": 0.1}) == ({"name": "x"}, {"temperature": 0.1})
+    with pytest.raises(LVEFormatError, match=r"i.jsonl:3: missing prompt parameter\(s\) name"):
+        lve.param_values({"temperature": 0.1}, "i.jsonl:3")
 
 
 @pytest.mark.parametrize(
-    "test, needle",
+    ("test", "needle"),
     [
-        ("{not json", "bad JSON"),
-        ({**BASE_TEST, "checker_args": {"checker_name": "NoSuch"}}, "unknown checker 'NoSuch'"),
-        ({**BASE_TEST, "checker_args": {"checker_name": "RegexChecker", "pattern": "([", "match_safe": False}}, "bad regex"),
-        ({**BASE_TEST, "checker_args": {"checker_name": "RegexChecker", "pattern": "x"}}, "bad arguments"),
-        ({k: v for k, v in BASE_TEST.items() if k != "checker_args"}, "missing field 'checker_args'"),
-        ({**BASE_TEST, "prompt_parameters": "a"}, "'prompt_parameters' must be list"),
-        ({**BASE_TEST, "prompt": [{"content": "x", "role": "robot"}]}, "unknown role 'robot'"),
-        ({**BASE_TEST, "checker_args": {"checker_name": "LambdaChecker", "func": "lambda r: __import__('os').system('id')"}}, "refused lambda"),
+        ('{"description": "d", "model": "m",\n  "checker_args": {oops}\n}', ":2: bad JSON"),
+        ("[1, 2]", "must hold a JSON object"),
+        ({k: v for k, v in BASE.items() if k != "checker_args"}, "missing field 'checker_args'"),
+        ({k: v for k, v in BASE.items() if k != "description"}, "missing field 'description'"),
+        ({**BASE, "checker_args": {"pattern": "x"}}, "needs a 'checker_name'"),
+        ({**BASE, "checker_args": {"checker_name": "NoSuchChecker"}}, "unknown checker 'NoSuchChecker'"),
+        ({**BASE, "checker_args": {"checker_name": "RegexCheckr", "pattern": "x", "match_safe": True}}, "did you mean RegexChecker"),
+        ({**BASE, "checker_args": {"checker_name": "RegexChecker", "pattern": "(unclosed", "match_safe": True}}, "bad regex in 'pattern'"),
+        ({**BASE, "checker_args": {"checker_name": "RegexChecker", "pattern": "x", "match_safe": True, "flags": "Q"}}, "unknown regex flag"),
+        ({**BASE, "checker_args": {"checker_name": "RegexChecker", "pattern": "x"}}, "needs argument(s) match_safe"),
+        ({**BASE, "checker_args": {"checker_name": "RegexChecker", "pattern": "x", "match_safe": True, "colour": 1}}, "has no argument(s) colour"),
+        ({**BASE, "checker_args": {"checker_name": "LambdaChecker", "func": "lambda r: __import__('os')"}}, "refused lambda in 'func'"),
+        ({**BASE, "prompt_parameters": "name"}, "'prompt_parameters' must be a list"),
+        ({**BASE, "model": 3}, "'model' must be a string, not int"),
+        ({**BASE, "prompt_file": "test.prompt"}, "exactly one of 'prompt', 'prompt_file', 'multi_run_prompt'"),
+        ({**{k: v for k, v in BASE.items() if k != "prompt"}, "prompt_file": "missing.prompt"}, "prompt_file 'missing.prompt': no such file"),
+        ({**BASE, "prompt": [{"role": "robot", "content": "x"}]}, "unknown role 'robot'"),
+        ({**BASE, "prompt": [{"role": "user"}]}, "message 1 (user) has no 'content'"),
+        ({**BASE, "prompt": []}, "the prompt is empty"),
+        ({**BASE, "prompt": [{"role": "user", "content": "q"}, {"role": "assistant"}, {"role": "user", "content": "q"}, {"role": "assistant"}]}, "each needs a 'variable'"),
+        ({**{k: v for k, v in BASE.items() if k != "prompt"}, "multi_run_prompt": [{"prompt": "x", "repetitions": 0}]}, "'repetitions' must be a positive integer"),
     ],
 )
-def test_malformed_test_json_is_one_line_naming_the_file(tmp_path, test, needle):
-    folder = write_lve(tmp_path / "bad", test, [{"args": {}, "response": "ok", "passed": True}])
+def test_malformed_test_json_is_one_line_naming_file_line_and_problem(tmp_path, test, needle):
+    folder = write_lve(tmp_path / "bad", test)
     with pytest.raises(LVEFormatError) as info:
-        load_lve(folder).checker()
+        load_lve(folder)
     message = str(info.value)
-    assert str(folder / "test.json") in message and needle in message and "\n" not in message
+    assert "\n" not in message
+    assert re.match(rf"{re.escape(str(folder / 'test.json'))}:[0-9]+: ", message), message
+    assert needle in message
+
+
+def test_checker_errors_point_at_the_line_of_the_argument(tmp_path):
+    test = {**BASE, "checker_args": {"checker_name": "LambdaChecker", "func": "lambda r: open('x')"}}
+    folder = write_lve(tmp_path / "line", test)
+    text = (folder / "test.json").read_text().splitlines()
+    line = next(i for i, l in enumerate(text, start=1) if '"func"' in l)
+    with pytest.raises(LVEFormatError, match=rf"test.json:{line}: checker LambdaChecker: refused lambda in 'func': name 'open' is forbidden"):
+        load_lve(folder)
+
+
+def test_prompt_file_errors_name_the_line(tmp_path):
+    test = {k: v for k, v in BASE.items() if k != "prompt"}
+    test["prompt_file"] = "test.prompt"
+    folder = write_lve(tmp_path / "pf", test, files={"test.prompt": '{"role": "user", "content": "a"}\n{"role": "bot", "content": "b"}\n'})
+    with pytest.raises(LVEFormatError, match=r"test.prompt:2: message 1 has unknown role 'bot'"):
+        load_lve(folder)
 
 
 @pytest.mark.parametrize(
-    "line, needle",
+    ("line", "needle"),
     [
-        ("{oops", "bad JSON"),
-        ('{"args": {}, "passed": true}', "missing field 'response'"),
-        ('{"args": {}, "response": "ok", "passed": "yes"}', "'passed' must be true or false"),
-        ('{"args": [], "response": "ok", "passed": true}', "'args' must be an object"),
+        ("{oops", ":1: bad JSON"),
+        ('"just a string"', ":1: an instance must be a JSON object"),
+        ('{"args": {}, "passed": true}', ":1: missing field 'response'"),
+        ('{"args": {}, "response": "ok"}', ":1: missing field 'passed'"),
+        ('{"args": {}, "response": "ok", "passed": "yes"}', ":1: 'passed' must be true or false"),
+        ('{"args": [], "response": "ok", "passed": true}', ":1: 'args' must be an object"),
+        ('{"args": {}, "response": 5, "passed": true}', ":1: 'response' must be a string, a list or an object"),
     ],
 )
-def test_malformed_instance_line_names_file_and_line_and_verify_goes_on(tmp_path, line, needle):
-    good = '{"args": {}, "response": "ok", "passed": true}'
-    write_lve(tmp_path / "repo" / "a", BASE_TEST, good + "\n" + line + "\n" + good + "\n")
-    write_lve(tmp_path / "repo" / "b", BASE_TEST, [{"args": {}, "response": "no", "passed": False}])
-    report = verify(tmp_path / "repo")
-    assert report.total == 3 and report.agree == 3  # the broken line is reported, the rest verified
-    (error,) = report.errors
-    assert "i.jsonl:2" in error["reason"] and needle in error["reason"]
-    proc = redline("lve", "verify", str(tmp_path / "repo"))
-    assert proc.returncode == 1 and "Traceback" not in proc.stderr
-    assert "i.jsonl:2" in proc.stderr
+def test_malformed_instance_line_names_file_and_line(tmp_path, line, needle):
+    path = tmp_path / "i.jsonl"
+    with pytest.raises(LVEFormatError) as info:
+        parse_instance(line, path, 1)
+    assert str(info.value).startswith(str(path)) and needle in str(info.value) and "\n" not in str(info.value)
 
 
-def test_malicious_lambda_in_a_shared_file_is_refused_and_never_runs(tmp_path):
-    canary = tmp_path / "pwned"
-    test = {**BASE_TEST, "checker_args": {"checker_name": "LambdaChecker",
-                                           "func": f"lambda r: open({str(canary)!r}, 'w').write('x') > 0"}}
-    write_lve(tmp_path / "repo" / "evil", test, [{"args": {}, "response": "ok", "passed": True}])
-    proc = redline("lve", "verify", str(tmp_path / "repo"), "--json")
-    data = json.loads(proc.stdout)
-    assert proc.returncode == 1 and data["agree"] == 0
-    assert "refused lambda" in data["errors"][0]["reason"] and "'open'" in data["errors"][0]["reason"]
-    assert not canary.exists()
+def test_instances_yield_errors_in_place_and_go_on(tmp_path):
+    good = {"args": {"name": "a"}, "response": "ok", "passed": True}
+    lve = load_lve(write_lve(tmp_path / "inst", BASE, json.dumps(good) + "\n\n{broken\n" + json.dumps(good) + "\n"))
+    items = list(lve.instances())
+    assert [type(i).__name__ for i in items] == ["Instance", "LVEFormatError", "Instance"]
+    assert [i.line for i in items if not isinstance(i, LVEFormatError)] == [1, 4]
+    assert "i.jsonl:3: bad JSON" in str(items[1])
 
 
 CUSTOM = '''
-from lve.checkers import BaseChecker
+from lve.checkers.base import BaseChecker
+from lve.utils.importutils import ensure_installed
+import pathlib
+
+pathlib.Path(__file__).with_name("imported").write_text("yes")
 
 class ShoutChecker(BaseChecker):
-    def is_safe(self, prompt, response, param_values=None):
-        return not response.isupper()
+    def is_safe(self, prompt_out, param_values=None) -> bool:
+        return self.extract_response_from_prompt(prompt_out).isupper()
 '''
 
 
-def test_custom_checker_runs_only_with_trust_code(tmp_path):
-    lve_dir = tmp_path / "repo" / "cat" / "shout"
-    (lve_dir / "checker").mkdir(parents=True)
-    (lve_dir / "checker" / "checker.py").write_text(CUSTOM)
-    test = {**BASE_TEST, "checker_args": {"checker_name": "ShoutChecker"}}
-    write_lve(lve_dir / "model-x", test, [{"args": {}, "response": "LOUD", "passed": False},
-                                          {"args": {}, "response": "quiet", "passed": True}])
-    report = verify(tmp_path / "repo")
-    assert report.agree == 0 and len(report.skipped) == 2
-    assert "--trust-code" in report.skipped[0]["reason"]
-    trusted = verify(tmp_path / "repo", trust_code=True)
-    assert trusted.agree == 2 and not trusted.skipped
+def test_custom_checker_is_imported_only_with_trust_code(tmp_path):
+    test = {**BASE, "checker_args": {"checker_name": "ShoutChecker"}}
+    folder = write_lve(tmp_path / "c", test, files={"checker/checker.py": CUSTOM})
+    lve = load_lve(folder)  # loading does not import it
+    assert not (folder / "checker" / "imported").exists()
+    with pytest.raises(CustomCodeRefused, match="ShoutChecker .*--trust-code"):
+        lve.checker()
+    assert not (folder / "checker" / "imported").exists()
+    checker = lve.checker(trust_code=True)
+    assert (folder / "checker" / "imported").exists()
+    assert type(checker).custom is True
+    from redline.checkers.registry import UnknownCheckerError, get_checker_class
+
+    with pytest.raises(UnknownCheckerError):  # custom classes stay with their LVE
+        get_checker_class("ShoutChecker")
+    import sys
+
+    assert "lve" not in sys.modules  # the lve.* shims are removed after the import
 
 
-def test_prompt_file_forms(tmp_path):
-    jsonl = write_lve(tmp_path / "a", {**BASE_TEST, "prompt": None, "prompt_file": "test.prompt"},
-                      prompt_file='{"content": "sys", "role": "system"}\n{"content": "hi {x}", "role": "user"}\n')
-    lve = load_lve(jsonl)
-    assert [m.role.value for m in lve.prompt] == ["system", "user"]
-    one = write_lve(tmp_path / "b", {**BASE_TEST, "prompt": None, "prompt_file": "test.prompt"},
-                    prompt_file='{"content": "only", "role": "user"}')
-    assert load_lve(one).prompt[0].content == "only"
-    plain = write_lve(tmp_path / "c", {**BASE_TEST, "prompt": None, "prompt_file": "test.prompt"},
-                      prompt_file="From: {a}\nTo: {b}\n")
-    lve = load_lve(plain)
-    assert lve.prompt[0].role.value == "user" and lve.prompts_for({"a": "x", "b": "y"})[0][0].content == "From: x\nTo: y\n"
+def test_find_lves(tmp_path):
+    write_lve(tmp_path / "a" / "x", BASE)
+    write_lve(tmp_path / "b" / "y", BASE)
+    write_lve(tmp_path / ".git" / "z", BASE)
+    assert [p.parent.name for p in find_lves(tmp_path)] == ["x", "y"]
+    assert find_lves(tmp_path / "a" / "x" / "test.json") == [tmp_path / "a" / "x" / "test.json"]
+    with pytest.raises(LVEFormatError, match="no such file or folder"):
+        find_lves(tmp_path / "nope")
 
 
-def test_run_cli_with_parameters(lve_samples):
-    lve = lve_samples / "dummy/math/a_plus_b/openai--gpt-35-turbo"
-    proc = redline("lve", "run", str(lve), "--model", "test.repeat:5", "-p", "a=2", "-p", "b=3", "--json")
-    assert proc.returncode == 0, proc.stderr
-    data = json.loads(proc.stdout)
-    assert data["safe"] is True and data["response"] == "5"
-    wrong = json.loads(redline("lve", "run", str(lve), "-m", "test.repeat:6", "-p", "a=2", "-p", "b=3", "--json").stdout)
-    assert wrong["safe"] is False
-    missing = redline("lve", "run", str(lve), "-m", "test.echo", "-p", "a=2")
-    assert missing.returncode == 1 and "missing parameter(s) b" in missing.stderr and "Traceback" not in missing.stderr
+def test_samples_load(lve_samples_dir):
+    names = sorted(load_lve(p, root=lve_samples_dir).name for p in find_lves(lve_samples_dir))
+    assert names[0] == "dummy/math/a_plus_b/openai--gpt-35-turbo" and len(names) == 6
+    monotonic = load_lve(lve_samples_dir / "reliability/consistency/monotonicity/openai--gpt-35-turbo")
+    assert monotonic.checker().answer_identifier_regex.pattern == "answer([0-9]+)"
+    plates = load_lve(lve_samples_dir / "dummy/strings/car_plates_regex/openai--gpt-35-turbo")
+    assert "[0-9]{1,6}$" in plates.checker().pattern.pattern  # {{1,6}} in test.json
 
 
-def test_multi_variable_prompt_is_filled_turn_by_turn(lve_samples):
-    lve = lve_samples / "reliability/consistency/monotonicity/openai--gpt-35-turbo"
-    args = ["-p", "year1=2030", "-p", "year2=2040", "-p", "year3=2050", "-p", "year4=2060", "-p", "year5=2070"]
-    data = json.loads(redline("lve", "run", str(lve), "-m", "test.echo", *args, "--json").stdout)
-    # echo answers each turn with that turn's question: one variable per assistant slot, in order
-    assert list(data["response"]) == ["answer1", "answer2", "answer3", "answer4", "answer5"]
-    assert "2030" in data["response"]["answer1"] and "2070" in data["response"]["answer5"]
-
-
-def test_record_with_pii_checker_stores_no_pii(tmp_path):
-    pytest.importorskip("presidio_analyzer")
-    secret_mail, secret_phone = "maria.keller@example.net", "212-555-0199"
-    test = {**BASE_TEST, "checker_args": {"checker_name": "PII_Checker", "entities": ["EMAIL_ADDRESS", "PHONE_NUMBER"]},
-            "prompt": [{"content": "Contact {name} at {mail} or {phone}.", "role": "user"}],
-            "prompt_parameters": ["name", "mail", "phone"]}
-    folder = write_lve(tmp_path / "pii" / "m", test)
-    params = tmp_path / "params.jsonl"
-    params.write_text(json.dumps({"name": "Maria", "mail": secret_mail, "phone": secret_phone}) + "\n")
-    proc = redline("lve", "record", str(folder), "--model", "test.echo", "--params", str(params))
-    assert proc.returncode == 0, proc.stderr
-    stored = (folder / "instances" / "redline.jsonl").read_text()
-    record = json.loads(stored)
-    assert record["passed"] is False  # the echoed contact details are PII
-    assert "<EMAIL_ADDRESS>" in record["response"]
-    # nothing private on disk: not in the response, not in the recorded parameters
-    assert secret_mail not in stored and secret_phone not in stored and "maria.keller" not in stored
-    assert record["args"]["name"] == "Maria" and record["args"]["mail"] == "<EMAIL_ADDRESS>"
-
-
-def test_scan_lve_runs_lves_as_probes(tmp_path, lve_samples):
-    db = tmp_path / "l.db"
-    proc = redline("scan", "--lve", str(lve_samples / "dummy"), "-m", "test.repeat:4", "--store", str(db), "--json")
-    assert proc.returncode == 0, proc.stderr
-    probes = {p["probe"]: p for p in json.loads(proc.stdout)["probes"]}
-    plus = probes["lve.math/a_plus_b/openai--gpt-35-turbo"]
-    assert plus["attempts"] == 7  # distinct recorded parameter sets
-    multi = probes["lve.math/a_plus_b_multirun/openai--gpt-35-turbo"]
-    assert multi["failed"] == 0  # "4" is right for a=3, b=1 in both orders
-    assert probes["lve.strings/car_plates_regex/openai--gpt-35-turbo"]["failed"] == 0
+@pytest.fixture
+def lve_samples_dir() -> Path:
+    path = Path(__file__).resolve().parents[2] / "shared" / "lve-samples"
+    if not path.is_dir():
+        pytest.skip("shared/lve-samples is not next to the repository")
+    return path

@@ -72,7 +72,7 @@ def test_cli_scan_against_a_local_openai_compatible_server(tmp_path):
         env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}
         proc = subprocess.run(
             [sys.executable, "-m", "redline", "scan", "--model", "openai:any", "--base-url", server.base_url,
-             "--probes", "harmful", "--store", str(tmp_path / "o.db"), "--json"],
+             "--probes", "harmful.Requests", "--store", str(tmp_path / "o.db"), "--json"],
             capture_output=True, text=True, timeout=120, env=env,
         )
     assert proc.returncode == 0, proc.stderr

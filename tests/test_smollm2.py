@@ -60,14 +60,15 @@ def test_generates_n_outputs_and_batches_concurrent_requests(smollm2):
 
 
 @needs_model
-def test_scan_of_smollm2_on_a_small_probe_finds_real_failures(tmp_path):
+def test_scan_of_smollm2_on_a_small_probe_finds_real_failures(tmp_path, smollm2):
     from redline.harness import ScanConfig, scan
     from redline.report.summary import run_summary
     from redline.store import Store
 
     store = Store(tmp_path / "s.db")
-    config = ScanConfig(model="smollm2", probes="harmful", sample=6, generator_options={"max_tokens": 48})
-    run_id = asyncio.run(scan(config, store))
+    config = ScanConfig(model="smollm2", probes="harmful.Requests", sample=6)
+    # the module's generator was started under another event loop: reusing it must still work
+    run_id = asyncio.run(scan(config, store, generator=smollm2))
     (entry,) = run_summary(store, run_id)["probes"]
     assert entry["attempts"] == 6 and entry["errored"] == 0
     # SmolLM2-135M complies with most harmful requests: a real, measured failure

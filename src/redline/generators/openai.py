@@ -1,175 +1,436 @@
-"""``openai:MODEL`` — any OpenAI-compatible chat-completions endpoint, async.
+"""OpenAI-compatible endpoints, async, and the HTTP machinery every remote generator shares.
 
-Options: ``base_url`` (default ``https://api.openai.com/v1``), ``api_key_env`` (the environment
-variable holding the key, default ``OPENAI_API_KEY``), ``max_tokens``, ``temperature``,
-``top_p``, ``timeout`` (seconds per request, default 60), ``max_retries`` (default 4),
-``concurrency`` (requests in flight, default 16).
+* ``openai:MODEL`` — the chat-completions API (``POST {base_url}/chat/completions``).
+* ``openai-completions:MODEL`` (or ``openai:MODEL`` with ``api=completions``) — the legacy text
+  completions API (``POST {base_url}/completions``); the conversation is rendered as plain text.
+
+Options (all generators built on :class:`HTTPGenerator`):
+
+* ``base_url`` (default ``https://api.openai.com/v1``), ``api_key_env`` (the environment variable
+  holding the key, default ``OPENAI_API_KEY``);
+* ``max_tokens``, ``temperature``, ``top_p``, ``stop``, ``seed``, ``presence_penalty``,
+  ``frequency_penalty``; ``extra_body`` (a dict merged into every request body);
+* ``timeout`` (seconds per request, default 60), ``max_retries`` (default 4), ``backoff_base``
+  (seconds, default 0.5), ``backoff_cap`` (default 30), ``max_retry_after`` (the longest
+  ``Retry-After`` honoured, default 120);
+* ``concurrency`` (requests in flight to the endpoint; default: no limit of its own, the harness's
+  ``--concurrency`` bounds the attempts in flight), ``rpm`` and ``tpm`` (client-side requests and
+  tokens per minute, see :mod:`redline.generators.ratelimit`).
+
+Faults: a 408/409/425/429 or 5xx answer, a timeout and a dropped connection are retried with
+exponential backoff and full jitter, or after the server's ``Retry-After`` (``retry-after-ms``,
+seconds or an HTTP date), which also pauses the generator's other requests. After
+``max_retries`` the request raises :class:`GeneratorError` (the attempt is recorded as errored, the
+run goes on), as does a malformed answer (not JSON, no ``choices``, an ``error`` object) at once.
+A refused key (401/403), an unknown path or model (404) and an endpoint nobody answers at raise
+:class:`GeneratorUnavailable` (the run stops and can be resumed).
 
 The key is read from the environment when the generator starts and is never written to the store,
 logs or reports. A missing key is an error for the default OpenAI endpoint; a custom ``base_url``
-(a local server, a proxy) may run without one.
+(a local server, a proxy) may run without one. One pooled ``httpx.AsyncClient`` (keep-alive) serves
+every request of a generator.
 """
 
 from __future__ import annotations
 
 import asyncio
+import email.utils
+import json
 import os
 import random
-from typing import Any
+import time
+from typing import Any, ClassVar
 
 from redline.attempt import Conversation, Message
 from redline.generators.base import Generator, GeneratorError, GeneratorUnavailable
+from redline.generators.ratelimit import RateLimiter, estimate_tokens
 
-__all__ = ["OpenAIGenerator", "retry_delay"]
+__all__ = [
+    "HTTPGenerator",
+    "OpenAIGenerator",
+    "OpenAICompletionsGenerator",
+    "retry_delay",
+    "parse_retry_after",
+    "render_plain",
+    "RETRY_STATUSES",
+]
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
-RETRY_STATUSES = {408, 409, 425, 429, 500, 502, 503, 504}
+RETRY_STATUSES = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 520, 521, 522, 524, 529})
 
 
-def retry_delay(attempt: int, retry_after: str | None = None, base: float = 0.5, cap: float = 30.0) -> float:
+def retry_delay(attempt: int, retry_after: float | str | None = None, base: float = 0.5, cap: float = 30.0) -> float:
     """Seconds to wait before retry number ``attempt`` (0-based): the server's ``Retry-After``
-    when it gives one, else exponential backoff with full jitter."""
-    if retry_after:
+    when it gives one, else exponential backoff with full jitter, ``uniform(0, min(cap, base·2^n))``."""
+    if retry_after is not None and retry_after != "":
         try:
-            return min(cap, max(0.0, float(retry_after)))
+            return max(0.0, float(retry_after))
         except ValueError:
             pass
     return random.uniform(0, min(cap, base * (2**attempt)))
 
 
-class OpenAIGenerator(Generator):
-    """A model behind an OpenAI-compatible ``/chat/completions`` endpoint."""
+def parse_retry_after(headers: Any) -> float | None:
+    """Seconds the server asks us to wait: ``retry-after-ms``, ``retry-after`` in seconds or as an
+    HTTP date; ``None`` when absent or unreadable."""
+    value = headers.get("retry-after-ms")
+    if value:
+        try:
+            return max(0.0, float(value) / 1000.0)
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
 
-    family = "openai"
-    description = "any OpenAI-compatible chat endpoint (--base-url, key from $OPENAI_API_KEY)"
+
+def render_plain(conversation: Conversation) -> str:
+    """A conversation as one text prompt: a lone user message as it is, otherwise one
+    ``Role: text`` paragraph per turn ending with ``Assistant:``."""
+    messages = conversation.to_openai()
+    if len(messages) == 1 and messages[0]["role"] == "user":
+        return messages[0]["content"]
+    parts = [f"{m['role'].capitalize()}: {m['content']}" for m in messages]
+    return "\n\n".join(parts) + "\n\nAssistant:"
+
+
+def _number(options: dict, name: str, default: float | None, kind: type = float, minimum: float | None = None) -> Any:
+    value = options.get(name, default)
+    if value is None:
+        return None
+    try:
+        number = kind(value)
+    except (TypeError, ValueError):
+        raise GeneratorUnavailable(f"generator option {name} must be a number, not {value!r}") from None
+    if minimum is not None and number < minimum:
+        raise GeneratorUnavailable(f"generator option {name} must be at least {minimum}, not {value!r}")
+    return number
+
+
+class HTTPGenerator(Generator):
+    """Base of the generators that call a model over HTTP: one pooled async client, retries with
+    backoff and ``Retry-After``, a per-request timeout, optional rate limits and concurrency cap.
+
+    Subclasses implement :meth:`generate` with :meth:`post_json`, which returns the parsed JSON of
+    a successful answer or raises :class:`GeneratorError` / :class:`GeneratorUnavailable`.
+    """
+
+    default_base_url: ClassVar[str | None] = None
+    default_key_env: ClassVar[str | None] = None
+    #: When True a missing key is fatal for :attr:`default_base_url` (hosted APIs).
+    key_required_for_default: ClassVar[bool] = False
+    #: A path answered by a GET to check that the endpoint is there (``None``: no check).
+    probe_path: ClassVar[str | None] = "/models"
 
     def __init__(self, model: str = "", **options: Any) -> None:
         super().__init__(model, **options)
-        self.base_url = str(options.get("base_url") or DEFAULT_BASE_URL).rstrip("/")
-        self.api_key_env = str(options.get("api_key_env") or "OPENAI_API_KEY")
-        self.max_tokens = options.get("max_tokens")
-        self.temperature = options.get("temperature")
-        self.top_p = options.get("top_p")
-        self.timeout = float(options.get("timeout", 60.0))
-        self.max_retries = int(options.get("max_retries", 4))
-        self.concurrency = max(1, int(options.get("concurrency", 16)))
+        base_url = options.get("base_url") or self.default_base_url or ""
+        self.base_url = str(base_url).rstrip("/")
+        self.api_key_env = str(options.get("api_key_env") or self.default_key_env or "")
+        self.max_tokens = _number(options, "max_tokens", None, int, 1)
+        self.temperature = _number(options, "temperature", None, float, 0)
+        self.top_p = _number(options, "top_p", None, float, 0)
+        self.timeout = _number(options, "timeout", 60.0, float, 0.001)
+        self.max_retries = _number(options, "max_retries", 4, int, 0)
+        self.backoff_base = _number(options, "backoff_base", 0.5, float, 0)
+        self.backoff_cap = _number(options, "backoff_cap", 30.0, float, 0)
+        self.max_retry_after = _number(options, "max_retry_after", 120.0, float, 0)
+        self.concurrency = _number(options, "concurrency", None, int, 1)
+        rpm = _number(options, "rpm", None, float, 0.001)
+        tpm = _number(options, "tpm", None, float, 0.001)
+        self.limiter = RateLimiter(rpm, tpm)
         self._client: Any = None
-        self._semaphore = asyncio.Semaphore(self.concurrency)
-        self._supports_n = True
+        self._semaphore = asyncio.Semaphore(self.concurrency) if self.concurrency else None
+        self._start_lock: asyncio.Lock | None = None
+        #: Counters for the summary of a benchmark or a test: HTTP requests sent and retried.
+        self.requests_sent = 0
+        self.retries = 0
 
-    async def start(self) -> None:
-        if self._client is not None:
-            return
+    # -- connection ------------------------------------------------------------------------------
+    def _api_key(self) -> str | None:
+        return os.environ.get(self.api_key_env) if self.api_key_env else None
+
+    def _headers(self) -> dict[str, str]:
+        """Headers sent with every request (the key as a bearer token when there is one)."""
+        key = self._api_key()
+        return {"Authorization": f"Bearer {key}"} if key else {}
+
+    def _check_options(self) -> None:
+        """Raise :class:`GeneratorUnavailable` for a configuration that cannot work."""
         if not self.model:
-            raise GeneratorUnavailable("the openai generator needs a model name: openai:MODEL")
-        key = os.environ.get(self.api_key_env)
-        if not key and self.base_url == DEFAULT_BASE_URL:
+            raise GeneratorUnavailable(f"the {self.family} generator needs a model name: {self.family}:MODEL")
+        if not self.base_url.startswith(("http://", "https://")):
+            raise GeneratorUnavailable(f"{self.family}: base_url must start with http:// or https://, not {self.base_url!r}")
+        if self.key_required_for_default and self.base_url == (self.default_base_url or "").rstrip("/") and not self._api_key():
             raise GeneratorUnavailable(
                 f"missing API key: set the environment variable {self.api_key_env} "
                 "(or choose another with --api-key-env)"
             )
-        import httpx
 
-        headers = {"Authorization": f"Bearer {key}"} if key else {}
-        limits = httpx.Limits(max_connections=self.concurrency, max_keepalive_connections=self.concurrency)
-        self._client = httpx.AsyncClient(
-            base_url=self.base_url, headers=headers, timeout=self.timeout, limits=limits
-        )
-        await self._check_reachable()
+    async def start(self) -> None:
+        if self._client is not None:
+            return
+        if self._start_lock is None:
+            self._start_lock = asyncio.Lock()
+        async with self._start_lock:
+            if self._client is not None:
+                return
+            self._check_options()
+            import httpx
 
-    async def _check_reachable(self) -> None:
+            limits = httpx.Limits(
+                max_connections=self.concurrency,
+                max_keepalive_connections=self.concurrency or 1024,
+                keepalive_expiry=30.0,
+            )
+            timeout = httpx.Timeout(self.timeout, pool=None)
+            client = httpx.AsyncClient(headers=self._headers(), timeout=timeout, limits=limits)
+            try:
+                await self._check_reachable(client)
+            except BaseException:
+                await client.aclose()
+                raise
+            self._client = client
+
+    def _unreachable_hint(self) -> str:
+        return "check --base-url"
+
+    async def _check_reachable(self, client: Any) -> None:
         """Fail fast on an endpoint nobody answers at. Any HTTP answer (even 404) is fine."""
+        if self.probe_path is None:
+            return
         import httpx
 
         for attempt in range(3):
             try:
-                await self._client.get("/models", timeout=min(self.timeout, 10.0))
+                await client.get(self.base_url + self.probe_path, timeout=min(self.timeout, 10.0))
                 return
             except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
                 if attempt == 2:
-                    await self._client.aclose()
-                    self._client = None
                     raise GeneratorUnavailable(
-                        f"cannot reach {self.base_url}: {exc or 'connection refused'} (check --base-url)"
+                        f"cannot reach {self.base_url}: {exc or 'connection refused'} ({self._unreachable_hint()})"
                     ) from None
                 await asyncio.sleep(0.2 * (attempt + 1))
             except httpx.HTTPError:
                 return
-
-    def _body(self, conversation: Conversation, n: int) -> dict:
-        body: dict[str, Any] = {"model": self.model, "messages": conversation.to_openai()}
-        if n > 1:
-            body["n"] = n
-        for name in ("max_tokens", "temperature", "top_p"):
-            value = getattr(self, name)
-            if value is not None:
-                body[name] = value
-        return body
-
-    async def _request(self, body: dict) -> list[Message | None]:
-        import httpx
-
-        last_error = "no response"
-        for attempt in range(self.max_retries + 1):
-            retry_after = None
-            try:
-                async with self._semaphore:
-                    response = await self._client.post("/chat/completions", json=body)
-            except httpx.ConnectError as exc:
-                last_error = f"cannot connect to {self.base_url} ({exc or 'connection refused'})"
-                if attempt >= min(self.max_retries, 2):
-                    raise GeneratorUnavailable(last_error) from None
-            except (httpx.TimeoutException, httpx.RemoteProtocolError, httpx.ReadError) as exc:
-                last_error = f"{type(exc).__name__} from {self.base_url}"
-            else:
-                if response.status_code == 200:
-                    return self._parse(response)
-                if response.status_code in (401, 403):
-                    raise GeneratorUnavailable(
-                        f"{self.base_url} refused the key in {self.api_key_env} (HTTP {response.status_code})"
-                    )
-                if response.status_code == 404:
-                    raise GeneratorUnavailable(
-                        f"{self.base_url}/chat/completions not found (HTTP 404): check --base-url and the model name"
-                    )
-                last_error = f"HTTP {response.status_code} from {self.base_url}: {response.text[:200]}"
-                if response.status_code not in RETRY_STATUSES:
-                    raise GeneratorError(last_error)
-                retry_after = response.headers.get("retry-after")
-            if attempt < self.max_retries:
-                await asyncio.sleep(retry_delay(attempt, retry_after))
-        raise GeneratorError(f"{last_error} (after {self.max_retries + 1} tries)")
-
-    def _parse(self, response: Any) -> list[Message | None]:
-        try:
-            data = response.json()
-            choices = data["choices"]
-            outputs: list[Message | None] = []
-            for choice in choices:
-                content = (choice.get("message") or {}).get("content")
-                outputs.append(Message(text=content) if content is not None else None)
-            return outputs
-        except (ValueError, KeyError, TypeError, AttributeError):
-            raise GeneratorError(f"malformed response from {self.base_url}: {response.text[:200]!r}") from None
-
-    async def generate(self, conversation: Conversation, n: int = 1) -> list[Message | None]:
-        await self.start()
-        outputs: list[Message | None] = []
-        if n > 1 and self._supports_n:
-            outputs = await self._request(self._body(conversation, n))
-            if len(outputs) < n:
-                self._supports_n = len(outputs) > 1
-        while len(outputs) < n:
-            missing = n - len(outputs)
-            batch = await asyncio.gather(*(self._request(self._body(conversation, 1)) for _ in range(missing)))
-            outputs.extend(o[0] if o else None for o in batch)
-        return outputs[:n]
 
     async def aclose(self) -> None:
         if self._client is not None:
             await self._client.aclose()
             self._client = None
 
+    # -- one request, with retries ---------------------------------------------------------------
+    async def post_json(self, url: str, body: Any, estimated_tokens: int = 0) -> Any:
+        """POST ``body`` as JSON to ``url`` (absolute) and return the answer's parsed JSON.
+
+        Retries as described in the module docstring. Raises :class:`GeneratorError` when the
+        request fails for good or the answer is not JSON, :class:`GeneratorUnavailable` when the
+        endpoint refuses the key, does not exist or cannot be reached.
+        """
+        return await self.send(url, json.dumps(body).encode(), estimated_tokens)
+
+    async def send(
+        self, url: str, content: bytes, estimated_tokens: int = 0, method: str = "POST", as_text: bool = False
+    ) -> Any:
+        """Send ``content`` (JSON bytes) with ``method`` to ``url`` with retries; return the parsed
+        JSON of the answer, or its text when ``as_text``. Errors as for :meth:`post_json`."""
+        import httpx
+
+        await self.start()
+        headers = {"content-type": "application/json"}
+        last_error = "no response"
+        for attempt in range(self.max_retries + 1):
+            wait: float | None = None
+            await self.limiter.acquire(estimated_tokens)
+            try:
+                self.requests_sent += 1
+                if self._semaphore is not None:
+                    async with self._semaphore:
+                        response = await self._client.request(method, url, content=content, headers=headers)
+                else:
+                    response = await self._client.request(method, url, content=content, headers=headers)
+            except httpx.ConnectError as exc:
+                last_error = f"cannot connect to {self.base_url} ({exc or 'connection refused'})"
+                if attempt >= min(self.max_retries, 2):
+                    raise GeneratorUnavailable(last_error) from None
+            except httpx.TimeoutException:
+                last_error = f"no answer from {url} within {self.timeout:g} s"
+            except (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError, httpx.NetworkError) as exc:
+                last_error = f"connection to {self.base_url} dropped ({type(exc).__name__}: {exc})"
+            else:
+                status = response.status_code
+                if status < 300:
+                    if as_text:
+                        return response.text
+                    data = self._json(response, url)
+                    self.limiter.settle(estimated_tokens, self._usage_tokens(data))
+                    return data
+                if status in (401, 403):
+                    raise GeneratorUnavailable(
+                        f"{self.base_url} refused the key in {self.api_key_env or 'the request'} (HTTP {status})"
+                    )
+                if status == 404:
+                    raise GeneratorUnavailable(
+                        f"{url} not found (HTTP 404): check --base-url and the model name {self.model!r}"
+                    )
+                last_error = f"HTTP {status} from {url}: {response.text[:200]}"
+                if status not in RETRY_STATUSES:
+                    raise GeneratorError(last_error)
+                retry_after = parse_retry_after(response.headers)
+                if retry_after is not None:
+                    wait = min(retry_after, self.max_retry_after)
+                    if status == 429:
+                        self.limiter.pause(wait)
+            if attempt < self.max_retries:
+                self.retries += 1
+                await asyncio.sleep(retry_delay(attempt, wait, self.backoff_base, self.backoff_cap))
+        raise GeneratorError(f"{last_error} (after {self.max_retries + 1} tries)")
+
+    def _json(self, response: Any, url: str) -> Any:
+        try:
+            data = response.json()
+        except ValueError:
+            raise GeneratorError(f"malformed response from {url}: not JSON: {response.text[:200]!r}") from None
+        if isinstance(data, dict) and data.get("error") and not data.get("choices"):
+            error = data["error"]
+            message = error.get("message") if isinstance(error, dict) else error
+            raise GeneratorError(f"{url} answered with an error: {str(message)[:200]}")
+        return data
+
+    @staticmethod
+    def _usage_tokens(data: Any) -> int | None:
+        usage = data.get("usage") if isinstance(data, dict) else None
+        if isinstance(usage, dict):
+            total = usage.get("total_tokens")
+            if isinstance(total, int):
+                return total
+        return None
+
     def settings(self) -> dict:
-        return {"base_url": self.base_url, "api_key_env": self.api_key_env, "max_tokens": self.max_tokens,
-                "temperature": self.temperature, "concurrency": self.concurrency}
+        values = {
+            "base_url": self.base_url,
+            "api_key_env": self.api_key_env or None,
+            "max_tokens": self.max_tokens,
+            "temperature": self.temperature,
+            "top_p": self.top_p,
+            "timeout": self.timeout,
+            "max_retries": self.max_retries,
+            "concurrency": self.concurrency,
+            "rpm": self.limiter.rpm,
+            "tpm": self.limiter.tpm,
+        }
+        return {k: v for k, v in values.items() if v is not None}
+
+
+class OpenAIGenerator(HTTPGenerator):
+    """A model behind an OpenAI-compatible ``/chat/completions`` (or ``/completions``) endpoint."""
+
+    family = "openai"
+    description = "any OpenAI-compatible chat endpoint (--base-url, key from $OPENAI_API_KEY)"
+    default_base_url = DEFAULT_BASE_URL
+    default_key_env = "OPENAI_API_KEY"
+    key_required_for_default = True
+    #: ``"chat"`` or ``"completions"``; the ``api`` option overrides it.
+    default_api: ClassVar[str] = "chat"
+    PASSTHROUGH: ClassVar[tuple[str, ...]] = ("stop", "seed", "presence_penalty", "frequency_penalty")
+
+    def __init__(self, model: str = "", **options: Any) -> None:
+        super().__init__(model, **options)
+        self.api = str(options.get("api") or self.default_api)
+        if self.api not in ("chat", "completions"):
+            raise GeneratorUnavailable(f"{self.family}: option api must be 'chat' or 'completions', not {self.api!r}")
+        extra = options.get("extra_body") or {}
+        if not isinstance(extra, dict):
+            raise GeneratorUnavailable(f"{self.family}: option extra_body must be a mapping")
+        self.extra_body: dict[str, Any] = dict(extra)
+        self._supports_n = True
+
+    @property
+    def endpoint(self) -> str:
+        return self.base_url + ("/chat/completions" if self.api == "chat" else "/completions")
+
+    def _body(self, conversation: Conversation, n: int) -> dict:
+        body: dict[str, Any] = {"model": self.model}
+        if self.api == "chat":
+            body["messages"] = conversation.to_openai()
+        else:
+            body["prompt"] = render_plain(conversation)
+        if n > 1:
+            body["n"] = n
+        for name in ("max_tokens", "temperature", "top_p"):
+            value = getattr(self, name)
+            if value is not None:
+                body[name] = value
+        for name in self.PASSTHROUGH:
+            if self.options.get(name) is not None:
+                body[name] = self.options[name]
+        body.update(self.extra_body)
+        return body
+
+    def _parse(self, data: Any) -> list[Message | None]:
+        try:
+            choices = data["choices"]
+            if not isinstance(choices, list):
+                raise TypeError
+            outputs: list[Message | None] = []
+            for choice in sorted(choices, key=lambda c: c.get("index", 0) if isinstance(c.get("index"), int) else 0):
+                if self.api == "chat":
+                    content = (choice.get("message") or {}).get("content")
+                else:
+                    content = choice.get("text")
+                if content is not None and not isinstance(content, str):
+                    raise TypeError
+                outputs.append(Message(text=content) if content is not None else None)
+            return outputs
+        except (KeyError, TypeError, AttributeError):
+            raise GeneratorError(
+                f"malformed response from {self.endpoint}: no {'choices[].message.content' if self.api == 'chat' else 'choices[].text'} "
+                f"in {json.dumps(data)[:200]}"
+            ) from None
+
+    async def _request(self, conversation: Conversation, n: int) -> list[Message | None]:
+        body = self._body(conversation, n)
+        chars = sum(len(m.get("content") or "") for m in body.get("messages", [])) + len(body.get("prompt", ""))
+        estimate = estimate_tokens(chars, self.max_tokens, n) if self.limiter.limits_tokens else 0
+        return self._parse(await self.post_json(self.endpoint, body, estimate))
+
+    async def generate(self, conversation: Conversation, n: int = 1) -> list[Message | None]:
+        await self.start()
+        outputs: list[Message | None] = []
+        if n == 1 or self._supports_n:
+            outputs = await self._request(conversation, n)
+            if n > 1 and len(outputs) < n:
+                self._supports_n = len(outputs) > 1
+        while len(outputs) < n:
+            missing = n - len(outputs)
+            batch = await asyncio.gather(*(self._request(conversation, 1) for _ in range(missing)))
+            outputs.extend(o[0] if o else None for o in batch)
+        return outputs[:n]
+
+    def settings(self) -> dict:
+        values = super().settings()
+        if self.api != "chat" or self.default_api != "chat":
+            values["api"] = self.api
+        for name in self.PASSTHROUGH:
+            if self.options.get(name) is not None:
+                values[name] = self.options[name]
+        if self.extra_body:
+            values["extra_body"] = self.extra_body
+        return values
+
+
+class OpenAICompletionsGenerator(OpenAIGenerator):
+    """``openai-completions:MODEL``: the text completions API of an OpenAI-compatible server."""
+
+    family = "openai-completions"
+    description = "any OpenAI-compatible text completions endpoint (/v1/completions)"
+    default_api = "completions"

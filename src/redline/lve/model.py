@@ -3,43 +3,50 @@
 Layout (as in the public LVE repository)::
 
     <category>/<subcategory>/<name>/<model>/test.json
-    <category>/<subcategory>/<name>/<model>/test.prompt        (optional, via "prompt_file")
-    <category>/<subcategory>/<name>/<model>/instances/*.jsonl  (recorded instances)
-    <category>/<subcategory>/<name>/checker/checker.py         (optional custom checker)
+    <category>/<subcategory>/<name>/<model>/test.prompt          (optional, "prompt_file")
+    <category>/<subcategory>/<name>/<model>/instances/*.jsonl    (recorded instances)
+    <category>/<subcategory>/<name>/<model>/checker/checker.py   (optional custom checker)
 
-Every problem in a file raises :class:`LVEFormatError` with one line naming the file (and line)
-and what is wrong.
+``test.json`` fields: ``description`` and ``model`` (strings), ``checker_args`` (an object with
+``checker_name`` and the checker's arguments), exactly one of ``prompt`` (a string or a list of
+messages), ``prompt_file`` (a file next to test.json) or ``multi_run_prompt`` (a list of
+``{name, prompt, repetitions}``), and optionally ``prompt_parameters`` (names substituted as
+``{name}``), ``author``, ``tags`` (``[{name, value}]``) and ``default_model_args``.
+
+String checker arguments are templates like the prompt: for each instance, ``{name}`` takes the
+instance's argument and ``{{``/``}}`` stand for literal braces.
+
+Every problem in a file raises :class:`LVEFormatError`, one line naming the file, the line when
+known, and what is wrong.
 """
 
 from __future__ import annotations
 
-import copy
-import importlib.util
+import inspect
 import json
 import re
-import sys
-import types
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
-from redline.lve.prompt import LVEMessage, Role, messages_from_json, substitute
+from redline.lve.errors import CustomCodeRefused, LVEFormatError, where
+from redline.lve.prompt import LVEMessage, Role, fill_prompt, parse_messages, parse_prompt_text, placeholders, substitute
 
-__all__ = ["LVEFormatError", "CustomCodeRefused", "LVE", "Instance", "MultiRunPrompt", "find_lves", "load_lve"]
-
-SAMPLING_ARGS = {"temperature", "top_p", "max_tokens", "top_k", "seed", "n", "presence_penalty", "frequency_penalty"}
-
-
-class LVEFormatError(ValueError):
-    """A malformed LVE file; the message names the file, line and problem on one line."""
-
-
-class CustomCodeRefused(RuntimeError):
-    """An LVE's own checker.py would have to run, and --trust-code was not given."""
-
+__all__ = [
+    "LVEFormatError",
+    "CustomCodeRefused",
+    "LVE",
+    "Instance",
+    "MultiRunPrompt",
+    "find_lves",
+    "load_lve",
+    "parse_instance",
+]
 
 @dataclass
 class MultiRunPrompt:
+    """One prompt of a multi-run LVE, run ``repetitions`` times."""
+
     name: str
     prompt: list[LVEMessage]
     repetitions: int = 1
@@ -47,7 +54,7 @@ class MultiRunPrompt:
 
 @dataclass
 class Instance:
-    """One recorded run of an LVE (a line of ``instances/*.jsonl``)."""
+    """One recorded run of an LVE (one line of ``instances/*.jsonl``)."""
 
     file: Path
     line: int
@@ -59,39 +66,71 @@ class Instance:
 
     @property
     def where(self) -> str:
-        return f"{self.file}:{self.line}"
+        return where(self.file, self.line)
 
 
-def _where(path: Path, line: int | None = None) -> str:
-    return f"{path}:{line}" if line else str(path)
+def parse_instance(raw: str, path: Path, line: int) -> Instance:
+    """Parse one instance line; :class:`LVEFormatError` naming ``path:line`` if malformed."""
+    at = where(path, line)
+    try:
+        data = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise LVEFormatError(f"{at}: bad JSON: {exc.msg} (column {exc.colno})") from None
+    if not isinstance(data, dict):
+        raise LVEFormatError(f"{at}: an instance must be a JSON object, not {type(data).__name__}")
+    for key in ("response", "passed"):
+        if key not in data:
+            raise LVEFormatError(f"{at}: missing field '{key}'")
+    args = data.get("args", {})
+    if args is None:
+        args = {}
+    if not isinstance(args, dict):
+        raise LVEFormatError(f"{at}: 'args' must be an object, not {type(args).__name__}")
+    if not isinstance(data["passed"], bool):
+        raise LVEFormatError(f"{at}: 'passed' must be true or false, not {data['passed']!r}")
+    response = data["response"]
+    if not isinstance(response, (str, list, dict)):
+        raise LVEFormatError(f"{at}: 'response' must be a string, a list or an object, not {type(response).__name__}")
+    run_info = data.get("run_info") or {}
+    if not isinstance(run_info, dict):
+        raise LVEFormatError(f"{at}: 'run_info' must be an object")
+    author = data.get("author")
+    if author is not None and not isinstance(author, str):
+        raise LVEFormatError(f"{at}: 'author' must be a string")
+    return Instance(path, line, args, response, data["passed"], author or "", run_info)
 
 
 @dataclass
 class LVE:
-    """One LVE test (``test.json``) with its prompt, checker arguments and metadata."""
+    """One LVE test (a ``test.json``) with its prompt, checker arguments and metadata."""
 
     test_path: Path
     description: str = ""
     model: str = ""
     author: str = ""
-    tags: list[dict] = field(default_factory=list)
+    tags: list[dict[str, Any]] = field(default_factory=list)
     prompt_parameters: list[str] = field(default_factory=list)
     prompt: list[LVEMessage] | None = None
     multi_run_prompt: list[MultiRunPrompt] | None = None
     checker_args: dict[str, Any] = field(default_factory=dict)
+    default_model_args: dict[str, Any] = field(default_factory=dict)
     root: Path | None = None
+    source: str = field(default="", repr=False)
+    _checker_cls: Any = field(default=None, repr=False)
+    _checkers: dict[str, Any] = field(default_factory=dict, repr=False)
 
+    # -- identity ---------------------------------------------------------------------------------
     @property
     def directory(self) -> Path:
         return self.test_path.parent
 
     @property
     def name(self) -> str:
-        """The LVE's path relative to the repository root, e.g. ``dummy/math/a_plus_b/openai--gpt-35-turbo``."""
+        """The LVE's path below the repository root, e.g. ``dummy/math/a_plus_b/openai--gpt-35-turbo``."""
         if self.root is not None:
             try:
                 rel = self.directory.resolve().relative_to(self.root.resolve())
-                if str(rel) != ".":
+                if rel.parts:
                     return rel.as_posix()
             except ValueError:
                 pass
@@ -105,245 +144,280 @@ class LVE:
     def is_multi_run(self) -> bool:
         return self.multi_run_prompt is not None
 
-    # -- prompts ---------------------------------------------------------------------------------
-    def fill(self, messages: list[LVEMessage], params: dict[str, Any]) -> list[LVEMessage]:
-        return [
-            LVEMessage(m.role, substitute(m.content, params) if m.content is not None else None, m.variable,
-                       substitute(m.image_url, params) if m.image_url else None)
-            for m in messages
-        ]
-
-    def prompts_for(self, params: dict[str, Any]) -> list[list[LVEMessage]]:
-        """The filled input chat(s): one for a single-run LVE, one per run for a multi-run one."""
-        if self.multi_run_prompt is not None:
-            return [self.fill(r.prompt, params) for r in self.multi_run_prompt for _ in range(r.repetitions)]
-        assert self.prompt is not None
-        return [self.fill(self.prompt, params)]
-
-    def param_values(self, args: dict[str, Any], where: str) -> dict[str, Any]:
-        """The prompt parameters out of an instance's ``args`` (sampling arguments dropped)."""
-        missing = [p for p in self.prompt_parameters if p not in args]
-        if missing:
-            raise LVEFormatError(f"{where}: missing prompt parameter(s) {', '.join(missing)} in 'args'")
-        if self.prompt_parameters:
-            return {p: args[p] for p in self.prompt_parameters}
-        return {k: v for k, v in args.items() if k not in SAMPLING_ARGS}
-
-    # -- checker ---------------------------------------------------------------------------------
-    def custom_checker_file(self) -> Path | None:
-        """``checker/checker.py`` in the LVE folder or one of its parents (up to the root)."""
-        folder = self.directory
-        stop = self.root.resolve() if self.root else None
-        for _ in range(4):
-            candidate = folder / "checker" / "checker.py"
-            if candidate.is_file():
-                return candidate
-            if stop is not None and folder.resolve() == stop:
-                break
-            folder = folder.parent
+    def line_of(self, key: str) -> int | None:
+        """The line of ``test.json`` where ``"key"`` first appears (for error messages)."""
+        needle = json.dumps(key)
+        for number, text in enumerate(self.source.splitlines(), start=1):
+            if needle in text:
+                return number
         return None
 
-    def checker(self, trust_code: bool = False):
-        """Instantiate this LVE's checker from ``checker_args``.
+    def error(self, problem: str, key: str | None = None) -> LVEFormatError:
+        """An :class:`LVEFormatError` about this test.json, at the line of ``key`` (line 1, where
+        the object starts, when there is no such line, e.g. for a missing field)."""
+        line = (self.line_of(key) if key else None) or 1
+        return LVEFormatError(f"{where(self.test_path, line)}: {problem}")
 
-        Raises :class:`LVEFormatError` (unknown checker, bad arguments, bad regex, refused lambda)
-        or :class:`CustomCodeRefused` (custom checker.py without ``trust_code``).
+    # -- parameters and prompts -------------------------------------------------------------------
+    def split_args(self, args: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+        """An instance's ``args`` split into (prompt parameters, model arguments)."""
+        params = {k: v for k, v in args.items() if k in self.prompt_parameters}
+        model_args = {k: v for k, v in args.items() if k not in self.prompt_parameters}
+        return params, model_args
+
+    def param_values(self, args: dict[str, Any], at: str) -> dict[str, Any]:
+        """The prompt parameters out of ``args``; :class:`LVEFormatError` at ``at`` if one is missing."""
+        missing = [p for p in self.prompt_parameters if p not in args]
+        if missing:
+            raise LVEFormatError(f"{at}: missing prompt parameter(s) {', '.join(missing)} in 'args'")
+        return self.split_args(args)[0]
+
+    def prompts_for(self, params: dict[str, Any]) -> list[list[LVEMessage]]:
+        """The filled input chat(s): one for a single-run LVE, one per run (repetitions
+        expanded, in order) for a multi-run LVE."""
+        if self.multi_run_prompt is not None:
+            return [fill_prompt(run.prompt, params) for run in self.multi_run_prompt for _ in range(run.repetitions)]
+        assert self.prompt is not None
+        return [fill_prompt(self.prompt, params)]
+
+    # -- checker ----------------------------------------------------------------------------------
+    def custom_checker_file(self) -> Path | None:
+        from redline.checkers.custom import find_custom_checker
+
+        return find_custom_checker(self.directory, self.root)
+
+    def checker_class(self, trust_code: bool = False) -> type[Any]:
+        """The checker class: built-in/registered, else the LVE's own ``checker/checker.py``
+        (:class:`CustomCodeRefused` unless ``trust_code``)."""
+        if self._checker_cls is not None:
+            return self._checker_cls
+        from redline.checkers.custom import load_custom_checker
+        from redline.checkers.registry import UnknownCheckerError, get_checker_class
+
+        try:
+            cls = get_checker_class(self.checker_name)
+        except UnknownCheckerError as exc:
+            custom = self.custom_checker_file()
+            if custom is None:
+                raise self.error(str(exc), "checker_name") from None
+            cls = load_custom_checker(custom, self.checker_name, trust_code)
+        self._checker_cls = cls
+        return cls
+
+    def checker_kwargs(self, args: dict[str, Any] | None = None) -> dict[str, Any]:
+        """The checker's keyword arguments, string templates filled with ``args``."""
+        values = dict(args or {})
+        return {
+            k: substitute(v, values) if isinstance(v, str) else v
+            for k, v in self.checker_args.items()
+            if k != "checker_name"
+        }
+
+    def is_templated(self) -> bool:
+        """Whether some string checker argument takes ``{name}`` fields from the instance."""
+        return any(isinstance(v, str) and placeholders(v) for k, v in self.checker_args.items() if k != "checker_name")
+
+    def checker(self, trust_code: bool = False, args: dict[str, Any] | None = None) -> Any:
+        """The checker for an instance with ``args`` (cached per distinct arguments).
+
+        Raises :class:`CustomCodeRefused`, or :class:`LVEFormatError` naming test.json and the
+        line of the offending argument (unsafe lambda, bad regex, missing/unknown argument).
         """
-        from redline.checkers.base import get_checker_class
+        cls = self.checker_class(trust_code)
+        kwargs = self.checker_kwargs(args if self.is_templated() else None)
+        key = json.dumps(kwargs, sort_keys=True, default=str)
+        if key not in self._checkers:
+            self._checkers[key] = self._instantiate(cls, kwargs)
+        return self._checkers[key]
+
+    def _instantiate(self, cls: type[Any], kwargs: dict[str, Any]) -> Any:
         from redline.checkers.safe_eval import UnsafeLambdaError
 
-        where = str(self.test_path)
-        name = self.checker_name
-        if not name:
-            raise LVEFormatError(f"{where}: 'checker_args' needs a 'checker_name'")
-        kwargs = {k: v for k, v in self.checker_args.items() if k != "checker_name"}
-        custom = self.custom_checker_file()
-        cls = None
-        try:
-            cls = get_checker_class(name)
-        except KeyError:
-            if custom is None:
-                raise LVEFormatError(f"{where}: unknown checker {name!r}") from None
-        if cls is None:
-            if not trust_code:
-                raise CustomCodeRefused(f"custom checker {name} in {custom} runs only with --trust-code")
-            cls = _load_custom_checker(custom, name, where)
+        self._check_signature(cls, kwargs)
         try:
             return cls(**kwargs)
         except UnsafeLambdaError as exc:
-            raise LVEFormatError(f"{where}: refused lambda: {exc}") from None
+            key = next((k for k, v in kwargs.items() if isinstance(v, str) and v.lstrip().startswith("lambda")), "checker_args")
+            raise self.error(f"checker {self.checker_name}: refused lambda in '{key}': {exc}", key) from None
         except re.error as exc:
-            raise LVEFormatError(f"{where}: bad regex in checker {name}: {exc}") from None
-        except TypeError as exc:
-            raise LVEFormatError(f"{where}: bad arguments for checker {name}: {exc}") from None
-        except ValueError as exc:
-            raise LVEFormatError(f"{where}: checker {name}: {exc}") from None
+            key = next((k for k in kwargs if "pattern" in k or "regex" in k), "checker_args")
+            raise self.error(f"checker {self.checker_name}: bad regex in '{key}': {exc}", key) from None
+        except (TypeError, ValueError) as exc:
+            first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            raise self.error(f"checker {self.checker_name}: {first}", "checker_args") from None
 
-    # -- instances -------------------------------------------------------------------------------
+    def _check_signature(self, cls: type[Any], kwargs: dict[str, Any]) -> None:
+        try:
+            params = inspect.signature(cls).parameters
+        except (TypeError, ValueError):
+            return
+        accepts_any = any(p.kind is p.VAR_KEYWORD for p in params.values())
+        required = [n for n, p in params.items() if p.default is p.empty and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+        missing = [n for n in required if n not in kwargs]
+        if missing:
+            raise self.error(f"checker {self.checker_name} needs argument(s) {', '.join(missing)} in 'checker_args'", "checker_args")
+        unknown = [k for k in kwargs if k not in params]
+        if unknown and not accepts_any:
+            raise self.error(f"checker {self.checker_name} has no argument(s) {', '.join(unknown)}", unknown[0])
+
+    def validate_checker(self) -> None:
+        """Check the checker's name and arguments without running custom code: build it now
+        unless its arguments take values from instances (then each instance builds its own)."""
+        try:
+            cls = self.checker_class(trust_code=False)
+        except CustomCodeRefused:
+            return
+        if not self.is_templated():
+            self.checker()
+        else:
+            self._check_signature(cls, self.checker_kwargs())
+
+    # -- instances --------------------------------------------------------------------------------
     def instance_files(self) -> list[Path]:
         folder = self.directory / "instances"
         return sorted(folder.glob("*.jsonl")) if folder.is_dir() else []
 
     def instances(self) -> Iterator[Instance | LVEFormatError]:
-        """Every recorded instance; a malformed line yields an :class:`LVEFormatError` in its
-        place so callers can report it and go on."""
+        """Every recorded instance in file and line order; a malformed line yields its
+        :class:`LVEFormatError` in its place so callers can report it and go on."""
         for path in self.instance_files():
-            with path.open(encoding="utf-8") as handle:
-                for number, raw in enumerate(handle, start=1):
-                    if not raw.strip():
-                        continue
+            try:
+                text = path.read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError) as exc:
+                yield LVEFormatError(f"{path}: cannot read: {exc}")
+                continue
+            for number, raw in enumerate(text.splitlines(), start=1):
+                if raw.strip():
                     try:
                         yield parse_instance(raw, path, number)
                     except LVEFormatError as exc:
                         yield exc
 
 
-def parse_instance(raw: str, path: Path, line: int) -> Instance:
-    where = _where(path, line)
-    try:
-        data = json.loads(raw)
-    except json.JSONDecodeError as exc:
-        raise LVEFormatError(f"{where}: bad JSON: {exc.msg} (column {exc.colno})") from None
-    if not isinstance(data, dict):
-        raise LVEFormatError(f"{where}: an instance must be a JSON object")
-    for key in ("response", "passed"):
-        if key not in data:
-            raise LVEFormatError(f"{where}: missing field {key!r}")
-    args = data.get("args", {})
-    if not isinstance(args, dict):
-        raise LVEFormatError(f"{where}: 'args' must be an object")
-    if not isinstance(data["passed"], bool):
-        raise LVEFormatError(f"{where}: 'passed' must be true or false")
-    response = data["response"]
-    if not isinstance(response, (str, list, dict)):
-        raise LVEFormatError(f"{where}: 'response' must be a string, a list or an object")
-    return Instance(path, line, args, response, data["passed"], str(data.get("author") or ""), data.get("run_info") or {})
+# -- loading ------------------------------------------------------------------------------------
 
 
-def _read_prompt_file(path: Path, where: str) -> list[LVEMessage]:
+def _read_json(path: Path) -> tuple[Any, str]:
     try:
         text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise LVEFormatError(f"{where}: cannot read prompt_file {path.name}: {exc.strerror}") from None
-    lines = [l for l in text.splitlines() if l.strip()]
+    except FileNotFoundError:
+        raise LVEFormatError(f"{path}: no such file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise LVEFormatError(f"{path}: cannot read: {getattr(exc, 'strerror', None) or exc}") from None
     try:
-        items = [json.loads(l) for l in lines]
-        if items and all(isinstance(i, dict) for i in items):
-            return messages_from_json(items, str(path))
-    except json.JSONDecodeError:
-        pass
+        return json.loads(text), text
+    except json.JSONDecodeError as exc:
+        raise LVEFormatError(f"{path}:{exc.lineno}: bad JSON: {exc.msg} (column {exc.colno})") from None
+
+
+def _field(lve: LVE, data: dict[str, Any], key: str, kind: type | tuple[type, ...], required: bool = False) -> Any:
+    if key not in data or data[key] is None:
+        if required:
+            raise lve.error(f"missing field '{key}'")
+        return None
+    value = data[key]
+    if not isinstance(value, kind) or isinstance(value, bool) and kind is not bool:
+        names = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
+        names = names.replace("str", "a string").replace("dict", "an object").replace("list", "a list")
+        raise lve.error(f"'{key}' must be {names}, not {type(value).__name__}", key)
+    return value
+
+
+def _prompt(lve: LVE, value: Any, key: str) -> list[LVEMessage]:
+    at = where(lve.test_path, lve.line_of(key))
+    if isinstance(value, str):
+        return [LVEMessage(Role.user, value)]
+    return parse_messages(value, f"{at}: '{key}'")
+
+
+def _prompt_file(lve: LVE, name: str, key: str) -> list[LVEMessage]:
+    path = lve.directory / name
     try:
-        whole = json.loads(text)
-        if isinstance(whole, dict):
-            return messages_from_json([whole], str(path))
-        if isinstance(whole, list):
-            return messages_from_json(whole, str(path))
-    except json.JSONDecodeError:
-        pass
-    return [LVEMessage(Role.user, text)]
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = "no such file" if isinstance(exc, FileNotFoundError) else str(exc)
+        raise lve.error(f"{key} {name!r}: {reason}", key) from None
+    return parse_prompt_text(text, path)
+
+
+def _multi_run(lve: LVE, value: Any) -> list[MultiRunPrompt]:
+    runs = value if isinstance(value, list) else [value]
+    if not runs:
+        raise lve.error("'multi_run_prompt' is empty", "multi_run_prompt")
+    result = []
+    for number, run in enumerate(runs, start=1):
+        if not isinstance(run, dict):
+            raise lve.error(f"multi_run_prompt entry {number} must be an object", "multi_run_prompt")
+        reps = run.get("repetitions", run.get("repetition", 1))
+        if isinstance(reps, bool) or not isinstance(reps, int) or reps < 1:
+            raise lve.error(f"multi_run_prompt entry {number}: 'repetitions' must be a positive integer", "repetitions")
+        if (run.get("prompt") is None) == (run.get("prompt_file") is None):
+            raise lve.error(f"multi_run_prompt entry {number} needs exactly one of 'prompt', 'prompt_file'", "multi_run_prompt")
+        if run.get("prompt_file") is not None:
+            if not isinstance(run["prompt_file"], str):
+                raise lve.error(f"multi_run_prompt entry {number}: 'prompt_file' must be a string", "prompt_file")
+            messages = _prompt_file(lve, run["prompt_file"], "prompt_file")
+        else:
+            messages = _prompt(lve, run["prompt"], "multi_run_prompt")
+        result.append(MultiRunPrompt(str(run.get("name", number)), messages, reps))
+    return result
 
 
 def load_lve(test_path: str | Path, root: Path | None = None) -> LVE:
-    """Parse and validate one ``test.json``."""
+    """Parse and validate one ``test.json`` (or the folder holding it), including its prompt
+    file and its checker's name and arguments. Custom checker code is not imported here.
+
+    Raises :class:`LVEFormatError` for any problem.
+    """
     path = Path(test_path)
     if path.is_dir():
         path = path / "test.json"
-    where = str(path)
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise LVEFormatError(f"{where}: cannot read: {exc.strerror}") from None
-    except json.JSONDecodeError as exc:
-        raise LVEFormatError(f"{where}:{exc.lineno}: bad JSON: {exc.msg}") from None
+    data, text = _read_json(path)
+    lve = LVE(test_path=path, root=root, source=text)
     if not isinstance(data, dict):
-        raise LVEFormatError(f"{where}: test.json must hold a JSON object")
+        raise lve.error(f"test.json must hold a JSON object, not {type(data).__name__}")
+    lve.description = _field(lve, data, "description", str, required=True)
+    lve.model = _field(lve, data, "model", str, required=True)
+    lve.author = _field(lve, data, "author", str) or ""
+    lve.tags = _field(lve, data, "tags", list) or []
+    if not all(isinstance(t, dict) for t in lve.tags):
+        raise lve.error("'tags' must be a list of objects like {\"name\": ..., \"value\": ...}", "tags")
+    params = _field(lve, data, "prompt_parameters", list) or []
+    if not all(isinstance(p, str) and p for p in params):
+        raise lve.error("'prompt_parameters' must be a list of names", "prompt_parameters")
+    if params == ["<please fill in>"]:
+        raise lve.error("'prompt_parameters' has not been filled in", "prompt_parameters")
+    lve.prompt_parameters = list(params)
+    lve.default_model_args = _field(lve, data, "default_model_args", dict) or {}
+    checker_args = _field(lve, data, "checker_args", dict, required=True)
+    name = checker_args.get("checker_name")
+    if not isinstance(name, str) or not name or name == "<please fill in>":
+        raise lve.error("'checker_args' needs a 'checker_name'", "checker_args")
+    lve.checker_args = dict(checker_args)
 
-    def typed(key: str, kind: type | tuple, default: Any) -> Any:
-        value = data.get(key, default)
-        if value is not None and not isinstance(value, kind):
-            names = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
-            raise LVEFormatError(f"{where}: '{key}' must be {names}, not {type(value).__name__}")
-        return value
-
-    checker_args = typed("checker_args", dict, None)
-    if checker_args is None:
-        raise LVEFormatError(f"{where}: missing field 'checker_args'")
-    params = typed("prompt_parameters", list, []) or []
-    if not all(isinstance(p, str) for p in params):
-        raise LVEFormatError(f"{where}: 'prompt_parameters' must be a list of strings")
-    lve = LVE(
-        test_path=path,
-        description=typed("description", str, "") or "",
-        model=typed("model", str, "") or "",
-        author=typed("author", str, "") or "",
-        tags=typed("tags", list, []) or [],
-        prompt_parameters=params,
-        checker_args=copy.deepcopy(checker_args),
-        root=root,
-    )
     sources = [k for k in ("prompt", "prompt_file", "multi_run_prompt") if data.get(k) is not None]
     if len(sources) != 1:
-        raise LVEFormatError(f"{where}: needs exactly one of 'prompt', 'prompt_file', 'multi_run_prompt' (found {', '.join(sources) or 'none'})")
-    if "prompt" in sources:
-        prompt = data["prompt"]
-        if isinstance(prompt, str):
-            lve.prompt = [LVEMessage(Role.user, prompt)]
-        elif isinstance(prompt, list):
-            lve.prompt = messages_from_json(prompt, where)
-        else:
-            raise LVEFormatError(f"{where}: 'prompt' must be a list of messages or a string")
-    elif "prompt_file" in sources:
-        name = typed("prompt_file", str, None)
-        lve.prompt = _read_prompt_file(path.parent / name, where)
+        found = ", ".join(sources) if sources else "none"
+        raise lve.error(f"needs exactly one of 'prompt', 'prompt_file', 'multi_run_prompt' (found {found})", sources[1] if len(sources) > 1 else None)
+    source = sources[0]
+    if source == "prompt":
+        if not isinstance(data["prompt"], (str, list)):
+            raise lve.error(f"'prompt' must be a string or a list of messages, not {type(data['prompt']).__name__}", "prompt")
+        lve.prompt = _prompt(lve, data["prompt"], "prompt")
+    elif source == "prompt_file":
+        lve.prompt = _prompt_file(lve, _field(lve, data, "prompt_file", str), "prompt_file")
     else:
-        runs = typed("multi_run_prompt", list, None)
-        lve.multi_run_prompt = []
-        for i, run in enumerate(runs):
-            if not isinstance(run, dict) or "prompt" not in run:
-                raise LVEFormatError(f"{where}: multi_run_prompt entry {i + 1} needs a 'prompt'")
-            reps = run.get("repetitions", 1)
-            if not isinstance(reps, int) or reps < 1:
-                raise LVEFormatError(f"{where}: multi_run_prompt entry {i + 1}: 'repetitions' must be a positive integer")
-            prompt = run["prompt"]
-            messages = [LVEMessage(Role.user, prompt)] if isinstance(prompt, str) else messages_from_json(prompt, f"{where} (multi_run_prompt {i + 1})")
-            lve.multi_run_prompt.append(MultiRunPrompt(str(run.get("name", i)), messages, reps))
-    if lve.prompt is not None and not lve.prompt:
-        raise LVEFormatError(f"{where}: the prompt is empty")
+        lve.multi_run_prompt = _multi_run(lve, data["multi_run_prompt"])
+    lve.validate_checker()
     return lve
 
 
 def find_lves(path: str | Path) -> list[Path]:
-    """Every ``test.json`` at or below ``path`` (a test.json, an LVE folder or a repository)."""
+    """Every ``test.json`` at or below ``path`` (a test.json, an LVE folder or a repository),
+    sorted; hidden folders (``.git``) are skipped."""
     root = Path(path)
     if not root.exists():
         raise LVEFormatError(f"{root}: no such file or folder")
     if root.is_file():
         return [root]
-    return sorted(p for p in root.rglob("test.json") if ".git" not in p.parts)
-
-
-def _load_custom_checker(path: Path, name: str, where: str):
-    """Import ``checker.py`` (only with --trust-code). Checkers written for the LVE tools import
-    ``lve.checkers``/``lve.prompt``: those names are mapped onto redline's classes."""
-    from redline.checkers import base as checker_base
-    from redline.checkers import lve_checkers
-    from redline.lve import prompt as lve_prompt
-
-    shim_checkers = types.ModuleType("lve.checkers")
-    shim_checkers.__dict__.update({k: getattr(lve_checkers, k) for k in lve_checkers.__all__})
-    shim_checkers.BaseChecker = checker_base.BaseChecker
-    shim_checkers.MultiRunBaseChecker = checker_base.MultiRunBaseChecker
-    shim_checkers.base = checker_base
-    modules = {"lve": types.ModuleType("lve"), "lve.checkers": shim_checkers, "lve.checkers.base": checker_base, "lve.prompt": lve_prompt}
-    for key, module in modules.items():
-        sys.modules.setdefault(key, module)
-    spec = importlib.util.spec_from_file_location(f"redline_lve_custom_{abs(hash(str(path)))}", path)
-    module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
-    try:
-        spec.loader.exec_module(module)  # type: ignore[union-attr]
-    except Exception as exc:
-        raise LVEFormatError(f"{path}: custom checker failed to load: {type(exc).__name__}: {exc}") from None
-    cls = getattr(module, name, None)
-    if cls is None:
-        raise LVEFormatError(f"{where}: checker {name!r} is not defined in {path}")
-    return cls
+    return sorted(p for p in root.rglob("test.json") if not any(part.startswith(".") for part in p.relative_to(root).parts))

@@ -1,69 +1,89 @@
-"""Re-check every recorded instance of one LVE or a whole repository with its test's checker."""
+"""Re-check every recorded instance of one LVE or a whole repository with its test's checker.
+
+For each instance the recorded response is put back into the filled prompt (a string answers
+the last assistant message, a dict fills the variables, a list holds one of those per run of a
+multi-run LVE) and the checker judges it again. The report counts instances that agree with
+the recorded verdict and lists, with file and line, every disagreement, every instance that
+could not be judged here (``skipped``: a custom checker without ``--trust-code``, a classifier
+or NER model that cannot be loaded — never counted as agreement) and every error (malformed
+file, refused lambda, a checker failing on an instance). A broken LVE does not stop the others.
+"""
 
 from __future__ import annotations
 
-import copy
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
-from redline.lve.model import CustomCodeRefused, Instance, LVE, LVEFormatError, find_lves, load_lve
+from redline.lve.errors import CustomCodeRefused, LVEFormatError
+from redline.lve.model import LVE, Instance, find_lves, load_lve
 from redline.lve.prompt import LVEMessage, Role
+from redline.lve.runner import RESPONSE_VARIABLE
 
-__all__ = ["VerifyReport", "verify", "prompt_out_for", "check_instance"]
+__all__ = ["VerifyReport", "verify", "recorded_chats", "check_instance", "UNAVAILABLE"]
 
-NOT_MEASURABLE = ("ClassifierUnavailable", "PIIUnavailable")
+#: Exceptions meaning "cannot be measured on this machine": the instance is skipped.
+UNAVAILABLE = ("ClassifierUnavailable", "PIIUnavailable")
 
 
 @dataclass
 class VerifyReport:
+    """Totals and findings of :func:`verify` (``as_dict`` is the ``--json`` output)."""
+
     total: int = 0
     agree: int = 0
-    disagree: list[dict] = field(default_factory=list)
-    skipped: list[dict] = field(default_factory=list)
-    errors: list[dict] = field(default_factory=list)
+    disagree: list[dict[str, Any]] = field(default_factory=list)
+    skipped: list[dict[str, Any]] = field(default_factory=list)
+    errors: list[dict[str, Any]] = field(default_factory=list)
     lves: int = 0
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         return {"total": self.total, "agree": self.agree, "disagree": self.disagree, "skipped": self.skipped, "errors": self.errors}
 
     @property
     def ok(self) -> bool:
+        """No disagreement and no error."""
         return not self.disagree and not self.errors
 
 
-def _with_response(prompt_in: list[LVEMessage], response: Any, where: str) -> list[LVEMessage]:
-    out = copy.deepcopy(prompt_in)
+def _answered(prompt_in: list[LVEMessage], response: Any, at: str) -> list[LVEMessage]:
+    chat = list(prompt_in)
+    if not chat or chat[-1].role != Role.assistant:
+        chat.append(LVEMessage(Role.assistant, None, RESPONSE_VARIABLE))
+    slots = [i for i, m in enumerate(chat) if m.role == Role.assistant and m.content is None]
     if isinstance(response, dict):
-        slots = [m for m in out if m.role == Role.assistant and m.content is None]
-        for i, message in enumerate(slots):
-            key = message.variable if message.variable is not None else str(i)
+        for number, i in enumerate(slots):
+            key = chat[i].variable if chat[i].variable is not None else str(number)
             if key not in response:
-                raise LVEFormatError(f"{where}: response has no value for variable {key!r}")
-            message.content = response[key]
-        return out
+                raise LVEFormatError(f"{at}: 'response' has no value for the variable {key!r}")
+            if not isinstance(response[key], str):
+                raise LVEFormatError(f"{at}: the value of variable {key!r} must be a string")
+            chat[i] = replace(chat[i], content=response[key])
+        return chat
     if not isinstance(response, str):
-        raise LVEFormatError(f"{where}: 'response' must be a string here, not {type(response).__name__}")
-    if out and out[-1].role == Role.assistant and out[-1].content is None:
-        out[-1].content = response
-    else:
-        out.append(LVEMessage(Role.assistant, response))
-    return out
+        raise LVEFormatError(f"{at}: 'response' must be a string or an object of variables, not {type(response).__name__}")
+    if len(slots) != 1:
+        raise LVEFormatError(f"{at}: the prompt has {len(slots)} answers to fill, so 'response' must be an object of variables")
+    chat[slots[0]] = replace(chat[slots[0]], content=response)
+    return chat
 
 
-def prompt_out_for(lve: LVE, params: dict, response: Any, where: str) -> tuple[list, list]:
-    """(input chats, output chats) for a recorded response (lists of one chat for single-run)."""
+def recorded_chats(lve: LVE, params: dict[str, Any], response: Any, at: str) -> tuple[list[list[LVEMessage]], list[list[LVEMessage]]]:
+    """(input chats, output chats) rebuilt from a recorded response; one chat each for a
+    single-run LVE."""
     prompts_in = lve.prompts_for(params)
     if lve.is_multi_run:
         if not isinstance(response, list) or len(response) != len(prompts_in):
-            raise LVEFormatError(f"{where}: multi-run 'response' must be a list of {len(prompts_in)} responses")
-        return prompts_in, [_with_response(p, r, where) for p, r in zip(prompts_in, response)]
-    return prompts_in, [_with_response(prompts_in[0], response, where)]
+            raise LVEFormatError(f"{at}: a multi-run 'response' must be a list of {len(prompts_in)} responses")
+        return prompts_in, [_answered(p, r, at) for p, r in zip(prompts_in, response)]
+    return prompts_in, [_answered(prompts_in[0], response, at)]
 
 
-def check_instance(lve: LVE, checker: Any, instance: Instance) -> bool:
+def check_instance(lve: LVE, instance: Instance, trust_code: bool = False) -> bool:
+    """The checker's verdict on a recorded instance (True = safe)."""
     params = lve.param_values(instance.args, instance.where)
-    prompts_in, prompts_out = prompt_out_for(lve, params, instance.response, instance.where)
+    checker = lve.checker(trust_code=trust_code, args=instance.args)
+    prompts_in, prompts_out = recorded_chats(lve, params, instance.response, instance.where)
     if lve.is_multi_run:
         safe, _ = checker.invoke_check(prompts_in, prompts_out, params)
     else:
@@ -71,53 +91,71 @@ def check_instance(lve: LVE, checker: Any, instance: Instance) -> bool:
     return bool(safe)
 
 
-def verify(path: str | Path, trust_code: bool = False) -> VerifyReport:
-    """Verify every LVE at or below ``path``; a broken LVE is reported and the others go on."""
-    report = VerifyReport()
-    root = Path(path) if Path(path).is_dir() else Path(path).parent
-    for test_path in find_lves(path):
-        report.lves += 1
-        try:
-            lve = load_lve(test_path, root=root)
-            checker = lve.checker(trust_code=trust_code)
-        except CustomCodeRefused as exc:
-            for instance in _instances_quietly(test_path, root):
-                report.total += 1
-                report.skipped.append({"file": instance.file.as_posix(), "line": instance.line, "reason": str(exc)})
-            continue
-        except LVEFormatError as exc:
-            report.errors.append({"file": str(test_path), "line": None, "reason": str(exc)})
-            continue
-        for item in lve.instances():
-            if isinstance(item, LVEFormatError):
-                report.errors.append({"file": str(test_path), "line": None, "reason": str(item)})
-                continue
-            report.total += 1
-            try:
-                safe = check_instance(lve, checker, item)
-            except LVEFormatError as exc:
-                report.errors.append({"file": item.file.as_posix(), "line": item.line, "reason": str(exc)})
-                continue
-            except Exception as exc:  # noqa: BLE001
-                kind = type(exc).__name__
-                reason = f"{kind}: {str(exc).splitlines()[0] if str(exc) else ''}".strip()
-                target = report.skipped if kind in NOT_MEASURABLE else report.errors
-                target.append({"file": item.file.as_posix(), "line": item.line, "reason": reason})
-                continue
-            if safe == item.passed:
-                report.agree += 1
-            else:
-                report.disagree.append(
-                    {"file": item.file.as_posix(), "line": item.line, "expected": item.passed, "got": safe, "checker": lve.checker_name}
-                )
-    return report
+def _reason(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
 
 
-def _instances_quietly(test_path: Path, root: Path):
+def _entry(path: Path, line: int | None, **extra: Any) -> dict[str, Any]:
+    return {"file": path.as_posix(), "line": line, **extra}
+
+
+def _verify_lve(report: VerifyReport, test_path: Path, root: Path, trust_code: bool) -> None:
     try:
         lve = load_lve(test_path, root=root)
-    except LVEFormatError:
+    except LVEFormatError as exc:
+        report.errors.append(_entry(test_path, _line(exc), reason=str(exc)))
         return
+    unavailable: str | None = None
     for item in lve.instances():
-        if isinstance(item, Instance):
-            yield item
+        if isinstance(item, LVEFormatError):
+            report.errors.append(_entry(test_path, _line(item), reason=str(item)))
+            continue
+        report.total += 1
+        if unavailable is not None:
+            report.skipped.append(_entry(item.file, item.line, reason=unavailable))
+            continue
+        try:
+            safe = check_instance(lve, item, trust_code)
+        except CustomCodeRefused as exc:
+            unavailable = _reason(exc)
+            report.skipped.append(_entry(item.file, item.line, reason=unavailable))
+            continue
+        except LVEFormatError as exc:
+            report.errors.append(_entry(item.file, item.line, reason=str(exc)))
+            continue
+        except Exception as exc:  # noqa: BLE001 - a checker failing on one instance
+            kind = type(exc).__name__
+            if kind in UNAVAILABLE:
+                unavailable = _reason(exc)
+                report.skipped.append(_entry(item.file, item.line, reason=unavailable))
+            else:
+                report.errors.append(_entry(item.file, item.line, reason=f"{item.where}: {kind}: {_reason(exc)}"))
+            continue
+        if safe == item.passed:
+            report.agree += 1
+        else:
+            report.disagree.append(_entry(item.file, item.line, expected=item.passed, got=safe, checker=lve.checker_name))
+
+
+def _line(exc: LVEFormatError) -> int | None:
+    head = str(exc).split(": ", 1)[0]
+    tail = head.rsplit(":", 1)
+    return int(tail[1]) if len(tail) == 2 and tail[1].isdigit() else None
+
+
+def verify(path: str | Path, trust_code: bool = False, progress: Callable[[Path], None] | None = None) -> VerifyReport:
+    """Verify every LVE at or below ``path`` (a test.json, an LVE folder or a repository).
+
+    ``progress`` is called with each test.json before it is verified. Raises
+    :class:`LVEFormatError` only if ``path`` does not exist.
+    """
+    target = Path(path)
+    root = target if target.is_dir() else target.parent
+    report = VerifyReport()
+    for test_path in find_lves(target):
+        report.lves += 1
+        if progress is not None:
+            progress(test_path)
+        _verify_lve(report, test_path, root, trust_code)
+    return report

@@ -1,7 +1,9 @@
 """Probes, discovered by name (``family.Name``).
 
 ``resolve_probes("harmful,encoding.Base64")`` expands a comma-separated selection: a full name, a
-family (every active probe whose name starts with ``family.``), or ``all``. Third parties add
+family (every active probe whose name starts with ``family.``), or ``all``. With no selection,
+:data:`DEFAULT_PROBES` is used, minus the probes whose class sets ``default_scan = False`` (the
+larger additions to those families), which keeps the default scan short. Third parties add
 probes through the ``redline.probes`` entry-point group.
 """
 
@@ -23,6 +25,40 @@ probes = PluginRegistry(
         "encoding.ROT13": "redline.probes.encoding:ROT13",
         "encoding.Hex": "redline.probes.encoding:Hex",
         "injection.HiddenInData": "redline.probes.injection:HiddenInData",
+        "injection.Direct": "redline.probes.injection_direct:Direct",
+        "injection.SystemPromptExtraction": "redline.probes.injection_direct:SystemPromptExtraction",
+        "injection.Email": "redline.probes.injection_indirect:Email",
+        "injection.WebPage": "redline.probes.injection_indirect:WebPage",
+        "injection.RetrievedContext": "redline.probes.injection_indirect:RetrievedContext",
+        "encoding.Base32": "redline.probes.encoding:Base32",
+        "encoding.Morse": "redline.probes.encoding:Morse",
+        "encoding.Leetspeak": "redline.probes.encoding:Leetspeak",
+        "encoding.UnicodeTags": "redline.probes.encoding:UnicodeTags",
+        "encoding.ZeroWidth": "redline.probes.encoding:ZeroWidth",
+        "harmful.Malware": "redline.probes.harmful_topics:Malware",
+        "harmful.WeaponsDualUse": "redline.probes.harmful_topics:WeaponsDualUse",
+        "harmful.SelfHarm": "redline.probes.harmful_topics:SelfHarm",
+        "harmful.HarassmentHate": "redline.probes.harmful_topics:HarassmentHate",
+        "jailbreak.Persona": "redline.probes.jailbreak:Persona",
+        "jailbreak.Hypothetical": "redline.probes.jailbreak:Hypothetical",
+        "jailbreak.RefusalSuppression": "redline.probes.jailbreak:RefusalSuppression",
+        "jailbreak.PrefixInjection": "redline.probes.jailbreak:PrefixInjection",
+        "jailbreak.ManyShot": "redline.probes.jailbreak:ManyShot",
+        "jailbreak.EmotionalManipulation": "redline.probes.jailbreak:EmotionalManipulation",
+        "output.MarkdownImageExfil": "redline.probes.output:MarkdownImageExfil",
+        "output.LinkExfil": "redline.probes.output:LinkExfil",
+        "output.XSS": "redline.probes.output:XSS",
+        "output.SQLInjection": "redline.probes.output:SQLInjection",
+        "output.ShellInjection": "redline.probes.output:ShellInjection",
+        "output.PackageHallucination": "redline.probes.output:PackageHallucination",
+        "leakage.Replay": "redline.probes.leakage:Replay",
+        "leakage.PIIElicitation": "redline.probes.leakage:PIIElicitation",
+        "misinformation.FalsePremise": "redline.probes.misinformation:FalsePremise",
+        "misinformation.Snowballing": "redline.probes.misinformation:Snowballing",
+        "misinformation.FabricatedCitations": "redline.probes.misinformation:FabricatedCitations",
+        "toxicity.Continuation": "redline.probes.toxicity:Continuation",
+        "toxicity.Insult": "redline.probes.toxicity:Insult",
+        "dataset.Prompts": "redline.probes.dataset:Prompts",
         "bias.DirectStereotypes": "redline.probes.bias.stereotypes:DirectStereotypes",
         "bias.ForcedChoice": "redline.probes.bias.stereotypes:ForcedChoice",
         "bias.OccupationStories": "redline.probes.bias.occupations:OccupationStories",
@@ -38,6 +74,7 @@ def resolve_probes(selection: str | None) -> list[str]:
     dropped. Raises :class:`UnknownPluginError` naming the first unknown entry."""
     names = probes.names()
     chosen: list[str] = []
+    default = not selection  # the default scan leaves out probes marked ``default_scan = False``
     for raw in (selection or DEFAULT_PROBES).split(","):
         entry = raw.strip()
         if not entry:
@@ -47,7 +84,13 @@ def resolve_probes(selection: str | None) -> list[str]:
         elif entry in probes:
             matched = [entry]
         else:
-            matched = [n for n in names if n.startswith(entry + ".") and getattr(probes.load(n), "active", True)]
+            matched = [
+                n
+                for n in names
+                if n.startswith(entry + ".")
+                and getattr(probes.load(n), "active", True)
+                and (not default or getattr(probes.load(n), "default_scan", True))
+            ]
             if not matched:
                 families = sorted({n.split(".")[0] for n in names})
                 raise UnknownPluginError(

@@ -4,14 +4,23 @@ Tables: ``runs`` (one row per scan: model, settings, status), ``attempts`` (ever
 errored attempt as :meth:`Attempt.as_dict` JSON, with its counts), ``probe_results`` (phase-4
 metrics and marks per probe) and ``cache`` (responses keyed by request, for re-runs).
 
-Each attempt is committed as soon as it finishes, in WAL mode, so a scan killed at any moment
-loses at most the requests in flight and never corrupts what was written. API keys are never
-passed to the store: generators' :meth:`settings` leave them out and :meth:`create_run` refuses
-settings that look like secrets.
+Durability. The file is in WAL mode with ``synchronous=NORMAL``. :meth:`Store.save_attempt`
+commits at once. During a scan the harness writes through a :class:`BatchWriter` (group commit):
+attempts that finish together are committed in one transaction, and an attempt counts as finished
+(progress, ``on_done``) only after its transaction has committed. So a scan killed at any moment
+(``kill -9`` included) loses at most the requests in flight — never an attempt reported as
+finished — and a transaction is either wholly in the file or not at all, so the store is never
+corrupt. (An operating-system crash or power loss may additionally lose the last transactions:
+``synchronous=NORMAL`` does not fsync every commit; it still never corrupts the file.)
+
+API keys are never passed to the store: generators' :meth:`settings` leave them out and
+:meth:`create_run` refuses settings that look like secrets (a value that only references an
+environment variable, like ``"Bearer ${API_TOKEN}"``, is not a secret).
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import re
@@ -23,7 +32,15 @@ from typing import Any, Iterator
 
 from redline.attempt import Attempt
 
-__all__ = ["Store", "StoreError", "RunNotFound", "RUN_RUNNING", "RUN_COMPLETE", "RUN_INTERRUPTED"]
+__all__ = [
+    "Store",
+    "StoreError",
+    "RunNotFound",
+    "BatchWriter",
+    "RUN_RUNNING",
+    "RUN_COMPLETE",
+    "RUN_INTERRUPTED",
+]
 
 RUN_RUNNING = "running"
 RUN_COMPLETE = "complete"
@@ -65,7 +82,10 @@ CREATE TABLE IF NOT EXISTS cache (
 );
 """
 
-_SECRET_KEY = re.compile(r"(api_?key|secret|passw(or)?d|authorization|bearer|(^|_)token$|credential)", re.I)
+_SECRET_KEY = re.compile(r"(api[_-]?key|secret|passw(or)?d|authorization|bearer|(^|[_-])token$|credential)", re.I)
+
+
+_INSERT_ATTEMPT = "INSERT OR REPLACE INTO attempts VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
 
 
 class StoreError(RuntimeError):
@@ -80,11 +100,28 @@ def _new_run_id() -> str:
     return time.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(3)
 
 
+_ENV_REFERENCE = re.compile(r"\$\{[A-Za-z_][A-Za-z0-9_]*\}")
+
+
+def _only_env_reference(item: Any) -> bool:
+    """True for a string that names its secret through ``${VAR}`` (e.g. ``"Bearer ${TOKEN}"``)
+    instead of holding it: the text around the references is a short scheme word at most."""
+    if not isinstance(item, str) or not _ENV_REFERENCE.search(item):
+        return False
+    rest = _ENV_REFERENCE.sub("", item).strip()
+    return len(rest) <= 16 and " " not in rest
+
+
 def _check_no_secrets(value: Any, path: str = "config") -> None:
     if isinstance(value, dict):
         for key, item in value.items():
             lowered = str(key).lower()
-            if _SECRET_KEY.search(lowered) and not lowered.endswith("_env") and item:
+            if (
+                _SECRET_KEY.search(lowered)
+                and not lowered.endswith("_env")
+                and item
+                and not _only_env_reference(item)
+            ):
                 raise StoreError(f"refusing to store a secret-looking setting {path}.{key}")
             _check_no_secrets(item, f"{path}.{key}")
     elif isinstance(value, list):
@@ -164,25 +201,62 @@ class Store:
         )
 
     # -- attempts --------------------------------------------------------------------------------
-    def save_attempt(self, run_id: str, attempt: Attempt) -> None:
-        """Write (or overwrite) one attempt and commit at once."""
+    @staticmethod
+    def attempt_row(run_id: str, attempt: Attempt) -> tuple:
+        """The ``attempts`` row of ``attempt`` (serialised now: later changes are not seen)."""
         evaluation = attempt.notes.get("evaluation", [])
         failed = sum(1 for e in evaluation if e == "fail")
         errored = 1 if attempt.notes.get("error") else 0
-        self._db.execute(
-            "INSERT OR REPLACE INTO attempts VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                run_id,
-                attempt.probe_classname or "",
-                attempt.seq,
-                attempt.status,
-                len(attempt.outputs),
-                failed,
-                errored,
-                json.dumps(attempt.as_dict()),
-                time.time(),
-            ),
+        return (
+            run_id,
+            attempt.probe_classname or "",
+            attempt.seq,
+            attempt.status,
+            len(attempt.outputs),
+            failed,
+            errored,
+            json.dumps(attempt.as_dict()),
+            time.time(),
         )
+
+    def save_attempt(self, run_id: str, attempt: Attempt) -> None:
+        """Write (or overwrite) one attempt and commit at once."""
+        self._db.execute(_INSERT_ATTEMPT, self.attempt_row(run_id, attempt))
+
+    def write_batch(self, attempt_rows: list[tuple], cache_items: dict[str, list[Any]] | None = None) -> None:
+        """Write many :meth:`attempt_row` rows and cache entries in one transaction: all of them
+        are in the file after this returns, or (on an error or a kill) none of them."""
+        if not attempt_rows and not cache_items:
+            return
+        now = time.time()
+        try:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                if attempt_rows:
+                    self._db.executemany(_INSERT_ATTEMPT, attempt_rows)
+                if cache_items:
+                    self._db.executemany(
+                        "INSERT OR REPLACE INTO cache VALUES (?, ?, ?)",
+                        [(k, json.dumps(v), now) for k, v in cache_items.items()],
+                    )
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot write to store {self.path}: {exc}") from None
+
+    def count_attempts(self, run_id: str, probe: str | None = None, errored: bool | None = None) -> int:
+        """How many attempts :meth:`iter_attempts` with the same arguments yields."""
+        query = "SELECT COUNT(*) FROM attempts WHERE run_id = ?"
+        args: list[Any] = [run_id]
+        if probe is not None:
+            query += " AND probe = ?"
+            args.append(probe)
+        if errored is not None:
+            query += " AND errored = ?"
+            args.append(1 if errored else 0)
+        return int(self._db.execute(query, args).fetchone()[0])
 
     def finished_seqs(self, run_id: str, probe: str, include_errors: bool = True) -> set[int]:
         """Sequence numbers of the attempts of ``probe`` already stored (errored ones unless
@@ -244,3 +318,104 @@ class Store:
 
     def cache_put(self, key: str, outputs: list[Any]) -> None:
         self._db.execute("INSERT OR REPLACE INTO cache VALUES (?, ?, ?)", (key, json.dumps(outputs), time.time()))
+
+
+class BatchWriter:
+    """Group commit for a scan: many attempts (and cache entries) per transaction.
+
+    ``await writer.save_attempt(run_id, attempt)`` returns once the attempt is committed; every
+    attempt saved while the writer waits for its turn on the event loop shares that transaction,
+    so a busy scan commits in batches while a quiet one commits each attempt almost at once.
+    ``cache_put`` queues a cache entry for the next transaction without waiting; ``cache_get``
+    also sees queued entries. Use as ``async with BatchWriter(store) as writer``: leaving the block
+    (normally, by an exception or by a cancellation) commits whatever is still queued.
+
+    A failed commit raises :class:`StoreError` in every ``save_attempt`` waiting on it.
+    """
+
+    def __init__(self, store: Store, max_batch: int = 1000, max_delay: float = 0.0) -> None:
+        self.store = store
+        self.max_batch = max(1, max_batch)
+        self.max_delay = max(0.0, max_delay)
+        self._rows: list[tuple] = []
+        self._waiters: list[asyncio.Future] = []
+        self._cache: dict[str, list[Any]] = {}
+        self._wake: asyncio.Event | None = None
+        self._task: asyncio.Task | None = None
+        #: Transactions committed so far (for tests and benchmarks).
+        self.commits = 0
+
+    async def __aenter__(self) -> "BatchWriter":
+        self._wake = asyncio.Event()
+        self._task = asyncio.create_task(self._run(), name="redline store writer")
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def save_attempt(self, run_id: str, attempt: Attempt) -> None:
+        """Queue ``attempt`` and wait until the transaction holding it has committed."""
+        row = Store.attempt_row(run_id, attempt)
+        if self._task is None:
+            self.store.write_batch([row])
+            return
+        future = asyncio.get_running_loop().create_future()
+        self._rows.append(row)
+        self._waiters.append(future)
+        if len(self._rows) >= self.max_batch:
+            self._commit()
+        else:
+            assert self._wake is not None
+            self._wake.set()
+        await future
+
+    def cache_get(self, key: str) -> list[Any] | None:
+        if key in self._cache:
+            return self._cache[key]
+        return self.store.cache_get(key)
+
+    def cache_put(self, key: str, outputs: list[Any]) -> None:
+        if self._task is None:
+            self.store.cache_put(key, outputs)
+            return
+        self._cache[key] = outputs
+        assert self._wake is not None
+        self._wake.set()
+
+    async def _run(self) -> None:
+        assert self._wake is not None
+        while True:
+            await self._wake.wait()
+            self._wake.clear()
+            # Let every attempt that is ready on this turn of the loop join the transaction.
+            await asyncio.sleep(self.max_delay)
+            self._commit()
+
+    def _commit(self) -> None:
+        rows, waiters, cache = self._rows, self._waiters, self._cache
+        self._rows, self._waiters, self._cache = [], [], {}
+        if not rows and not cache:
+            return
+        try:
+            self.store.write_batch(rows, cache)
+        except Exception as exc:
+            error = exc if isinstance(exc, StoreError) else StoreError(f"cannot write to store: {exc}")
+            for future in waiters:
+                if not future.done():
+                    future.set_exception(error)
+            return
+        self.commits += 1
+        for future in waiters:
+            if not future.done():
+                future.set_result(None)
+
+    async def aclose(self) -> None:
+        """Commit what is queued and stop; later saves commit one by one."""
+        task, self._task = self._task, None
+        self._commit()  # first: nothing below may stop the queued attempts from being written
+        if task is not None:
+            task.cancel()
+            try:
+                await task
+            except asyncio.CancelledError:
+                pass

@@ -1,0 +1,170 @@
+"""``redline report`` and ``redline compare``: the HTML report, exports and run comparison.
+
+Mounted by :func:`redline.cli.main._mount_optional` through :func:`register`. Only Typer is
+imported at module level (``redline --help`` stays fast); report modules load inside commands.
+Files are written to a temporary file next to the target and renamed into place, so a failed
+export never leaves a half-written file behind.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+from enum import Enum
+from pathlib import Path
+from typing import Iterable, Optional
+
+import typer
+
+from redline.cli.common import UserError, open_store, out_console
+
+__all__ = ["register", "report", "compare"]
+
+STORE_OPTION = typer.Option("redline.db", "--store", help="SQLite store file.", envvar="REDLINE_STORE")
+
+
+class ExportFormat(str, Enum):
+    json = "json"
+    jsonl = "jsonl"
+    csv = "csv"
+    md = "md"
+    hitlog = "hitlog"
+    garak = "garak"
+    lve = "lve"
+
+
+def _write(path: Path, chunks: Iterable[str]) -> None:
+    """Write ``chunks`` to ``path`` atomically; one-line :class:`UserError` when it cannot."""
+    target = Path(path)
+    folder = target.parent if str(target.parent) else Path(".")
+    if not folder.is_dir():
+        problem = "is not a folder" if folder.exists() else "does not exist"
+        raise UserError(f"cannot write {target}: {folder} {problem}")
+    if target.is_dir():
+        raise UserError(f"cannot write {target}: it is a folder")
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=folder)
+    except OSError as exc:
+        raise UserError(f"cannot write {target}: {exc.strerror or exc}") from None
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
+            for chunk in chunks:
+                handle.write(chunk)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; give the file normal permissions
+        os.replace(tmp, target)
+    except OSError as exc:
+        raise UserError(f"cannot write {target}: {exc.strerror or exc}") from None
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def _emit(chunks: Iterable[str], output: Optional[Path]) -> None:
+    if output is None:
+        for chunk in chunks:
+            sys.stdout.write(chunk)
+        sys.stdout.flush()
+    else:
+        _write(output, chunks)
+
+
+def report(
+    run_id: str = typer.Argument(..., help="The run to report on."),
+    html: Optional[Path] = typer.Option(None, "--html", help="Write the self-contained HTML report to FILE."),
+    fmt: Optional[ExportFormat] = typer.Option(None, "--format", "-f", help="Export format: json, jsonl, csv, md, hitlog, garak or lve."),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write the export to FILE (default stdout)."),
+    hitlog: bool = typer.Option(False, "--hitlog", help="Export the hitlog (same as --format hitlog)."),
+    hits_only: bool = typer.Option(False, "--hits-only", help="HTML: list only attempts with a hit or an error."),
+    store: Path = STORE_OPTION,
+) -> None:
+    """Write a run's HTML report and/or export it (summary JSON, attempts JSONL, CSV, Markdown,
+    hitlog, garak report.jsonl, LVE instances). Without --html or --format: Markdown on stdout."""
+    if hitlog:
+        if fmt is not None and fmt != ExportFormat.hitlog:
+            raise UserError(f"--hitlog conflicts with --format {fmt.value}")
+        fmt = ExportFormat.hitlog
+    if output is not None and fmt is None:
+        raise UserError("--output needs --format FORMAT (use --html FILE for the HTML report)")
+    if html is None and fmt is None:
+        fmt = ExportFormat.md
+    with open_store(store, must_exist=True) as db:
+        db.get_run(run_id)
+        if html is not None:
+            from redline.report.html import render_report
+
+            page = render_report(db, run_id, hits_only=hits_only)
+            _write(html, [page])
+            typer.echo(f"wrote {html}", err=True)
+        if fmt is not None:
+            from redline.report.exports import export
+
+            _emit(export(db, run_id, fmt.value), output)
+            if output is not None:
+                typer.echo(f"wrote {output}", err=True)
+
+
+def compare(
+    run_a: str = typer.Argument(..., help="The first run (the baseline)."),
+    run_b: str = typer.Argument(..., help="The second run (compared with the first)."),
+    html: Optional[Path] = typer.Option(None, "--html", help="Write the comparison as a self-contained HTML page."),
+    as_json: bool = typer.Option(False, "--json", help="Print the comparison as JSON on stdout."),
+    store: Path = STORE_OPTION,
+    store_b: Optional[Path] = typer.Option(None, "--store-b", help="Store of RUN_B when it is not in --store."),
+) -> None:
+    """Compare two runs probe by probe and flag the significant differences (p < 0.05)."""
+    from redline.report.compare import compare_runs
+
+    with open_store(store, must_exist=True) as db_a:
+        if store_b is not None and Path(store_b).resolve() != Path(store).resolve():
+            with open_store(store_b, must_exist=True) as db_b:
+                result = compare_runs(db_a, run_a, db_b, run_b)
+        else:
+            result = compare_runs(db_a, run_a, db_a, run_b)
+    if html is not None:
+        from redline.report.html import render_compare
+
+        _write(html, [render_compare(result)])
+        if not as_json:
+            typer.echo(f"wrote {html}", err=True)
+    if as_json:
+        sys.stdout.write(json.dumps(result, indent=2) + "\n")
+    elif html is None:
+        _print_comparison(result)
+
+
+def _print_comparison(result: dict) -> None:
+    from rich.table import Table
+
+    def rate(side: dict | None) -> str:
+        if not side:
+            return "-"
+        return f"{side['failure_rate'] * 100:.1f}% ({side['failed']}/{side['outputs']})"
+
+    a, b = result["run_a"], result["run_b"]
+    table = Table(title=f"A {a['run_id']} ({a['model']})  vs  B {b['run_id']} ({b['model']})")
+    for col in ("probe", "A", "B", "B - A (95% CI)", "p", "change"):
+        table.add_column(col, justify="right" if col in ("A", "B", "p") else "left")
+    for row in result["probes"]:
+        diff = "-"
+        if row.get("difference") is not None:
+            lo, hi = row["difference_ci95"]
+            diff = f"{row['difference'] * 100:+.1f} pts ({lo * 100:+.1f}…{hi * 100:+.1f})"
+        p = "-" if row.get("p_value") is None else f"{row['p_value']:.3g}"
+        table.add_row(row["probe"], rate(row["a"]), rate(row["b"]), diff, p, row["change"])
+        for m in row["metrics"]:
+            va = "-" if not m["a"] or m["a"]["value"] is None else f"{m['a']['value']:+.2f} {m['a']['mark'] or ''}"
+            vb = "-" if not m["b"] or m["b"]["value"] is None else f"{m['b']['value']:+.2f} {m['b']['mark'] or ''}"
+            d = "-" if m["difference"] is None else f"{m['difference']:+.2f}"
+            table.add_row(f"  {m['metric']}", va, vb, d, "", m["change"])
+    out_console.print(table)
+    out_console.print(f"{result['significant']} significant changes: {result['worse']} worse, {result['better']} better (alpha {result['alpha']})")
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``report`` and ``compare`` commands to the ``redline`` app."""
+    app.command("report")(report)
+    app.command("compare")(compare)

@@ -1,0 +1,147 @@
+"""The response cache: an identical request is answered from the store, so a re-run spends
+nothing twice.
+
+:class:`CachedGenerator` wraps any generator. Each output of a request has its own key, the
+SHA-256 of:
+
+* the generator's name (``openai:gpt-4o-mini``) and its settings that change answers (transport
+  settings such as ``timeout``, ``concurrency`` or ``rpm`` are left out, see
+  :data:`TRANSPORT_SETTINGS`);
+* the messages (role, text and attachment checksum of every turn);
+* the generation index ``i`` (0 … n-1) and the *scope*, which the harness sets to the attempt's
+  repetition number (:data:`CACHE_SCOPE`), so repetitions of a prompt remain independent samples.
+
+So a run with ``generations=3`` after one with ``generations=1`` reuses the first output and asks
+the model for two more, and repeating a scan asks for nothing. Errors are never cached. The
+wrapper is created by the harness unless the scan runs with ``--no-cache``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+from contextvars import ContextVar
+from typing import Any, Protocol
+
+from redline.attempt import Conversation, Message
+from redline.generators.base import Generator, GeneratorError
+
+__all__ = ["CachedGenerator", "CacheBackend", "CACHE_SCOPE", "TRANSPORT_SETTINGS", "request_keys"]
+
+CACHE_SCOPE: ContextVar[str] = ContextVar("redline_cache_scope", default="")
+"""Set by the harness for each attempt (its repetition number): part of every cache key."""
+
+TRANSPORT_SETTINGS = frozenset(
+    {
+        "concurrency", "timeout", "max_retries", "backoff_base", "backoff_cap", "max_retry_after",
+        "rpm", "tpm", "batch_size", "batch_wait", "device", "n_threads", "n_gpu_layers", "delay", "api_key_env",
+    }
+)
+"""Settings that change how a request travels, not what the model answers."""
+
+
+class CacheBackend(Protocol):
+    """Where cached outputs live: a :class:`~redline.store.Store` or its ``BatchWriter``."""
+
+    def cache_get(self, key: str) -> list[Any] | None: ...
+
+    def cache_put(self, key: str, outputs: list[Any]) -> None: ...
+
+
+def _identity(generator: Generator) -> dict:
+    settings = {k: v for k, v in generator.settings().items() if k not in TRANSPORT_SETTINGS}
+    return {"generator": generator.name, "settings": settings}
+
+
+def request_keys(identity: str, conversation: Conversation, n: int, scope: str = "") -> list[str]:
+    """The cache key of each of the ``n`` outputs of ``conversation`` (``identity`` is the JSON
+    of the generator's name and answer-changing settings)."""
+    turns = [
+        [t.role, t.content.text, t.content.data_checksum or t.content.data_path]
+        for t in conversation.turns
+    ]
+    prefix = json.dumps([identity, turns, scope], sort_keys=True, default=str)
+    return [hashlib.sha256(f"{prefix}|{i}".encode()).hexdigest() for i in range(n)]
+
+
+class CachedGenerator(Generator):
+    """``inner`` with its answers cached in ``backend`` (see the module docstring).
+
+    Behaves as ``inner`` (same name, settings, ``local``); ``start``/``aclose`` are passed on,
+    and ``inner`` is started before its first request if nobody started it, so a scan answered
+    wholly from the cache need not load a local model at all. ``hits`` and ``misses`` count
+    outputs answered from the cache and by the model.
+    """
+
+    def __init__(self, inner: Generator, backend: CacheBackend) -> None:
+        super().__init__(inner.model, **inner.options)
+        self.inner = inner
+        self.backend = backend
+        self.hits = 0
+        self.misses = 0
+        self._identity: str | None = None
+        self._started = False
+        self._start_lock: asyncio.Lock | None = None
+
+    @property
+    def name(self) -> str:
+        return self.inner.name
+
+    @property
+    def local(self) -> bool:  # type: ignore[override]
+        return self.inner.local
+
+    @property
+    def family(self) -> str:  # type: ignore[override]
+        return self.inner.family
+
+    def settings(self) -> dict:
+        return self.inner.settings()
+
+    async def start(self) -> None:
+        await self.inner.start()
+        self._started = True
+
+    async def _ensure_started(self) -> None:
+        if self._started:
+            return
+        if self._start_lock is None:
+            self._start_lock = asyncio.Lock()
+        async with self._start_lock:
+            if not self._started:
+                await self.start()
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+    def __getattr__(self, name: str) -> Any:
+        # Anything else a probe may look at (e.g. a tokenizer) is the inner generator's.
+        if name == "inner":
+            raise AttributeError(name)
+        return getattr(self.inner, name)
+
+    async def generate(self, conversation: Conversation, n: int = 1) -> list[Message | None]:
+        if self._identity is None:
+            self._identity = json.dumps(_identity(self.inner), sort_keys=True, default=str)
+        keys = request_keys(self._identity, conversation, n, CACHE_SCOPE.get())
+        outputs: list[Message | None] = [None] * n
+        missing: list[int] = []
+        for i, key in enumerate(keys):
+            hit = self.backend.cache_get(key)
+            if hit is None or len(hit) != 1:
+                missing.append(i)
+            else:
+                outputs[i] = Message.from_dict(hit[0]) if hit[0] is not None else None
+        self.hits += n - len(missing)
+        if not missing:
+            return outputs
+        await self._ensure_started()
+        fresh = await self.inner.generate(conversation, len(missing))
+        if len(fresh) != len(missing):
+            raise GeneratorError(f"{self.name} returned {len(fresh)} outputs, expected {len(missing)}")
+        self.misses += len(missing)
+        for i, message in zip(missing, fresh):
+            outputs[i] = message
+            self.backend.cache_put(keys[i], [message.as_dict() if message is not None else None])
+        return outputs

@@ -1,0 +1,126 @@
+"""``llamacpp:PATH.gguf`` — a GGUF model run in this process by llama.cpp, through
+llama-cpp-python (optional extra: ``pip install 'redline[llamacpp]'``; imported only when the
+generator starts). ``llamacpp`` alone runs the embedded SmolLM2 GGUF file.
+
+Options: ``max_tokens`` (default 150), ``temperature`` (0.7), ``top_p`` (0.95), ``seed`` (0),
+``n_ctx`` (context length, default 2048), ``n_threads`` (default: every core), ``n_gpu_layers``
+(default 0: CPU only), ``chat_format`` (llama-cpp-python's name for the chat template; default:
+the template stored in the GGUF file).
+
+llama.cpp evaluates one sequence at a time, so requests are served one after another on a worker
+thread (the event loop stays free); the harness's concurrency only queues them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+from typing import Any
+
+from redline.attempt import Conversation, Message
+from redline.generators.base import Generator, GeneratorError, GeneratorUnavailable
+from redline.generators.openai import _number
+
+__all__ = ["LlamaCppGenerator"]
+
+
+class LlamaCppGenerator(Generator):
+    """A local GGUF model through llama-cpp-python."""
+
+    family = "llamacpp"
+    description = "a local GGUF file through llama.cpp (needs the optional extra: llamacpp)"
+    local = True
+
+    def __init__(self, model: str = "", **options: Any) -> None:
+        super().__init__(model, **options)
+        self.max_tokens = _number(options, "max_tokens", 150, int, 1)
+        self.temperature = _number(options, "temperature", 0.7, float, 0)
+        self.top_p = _number(options, "top_p", 0.95, float, 0)
+        self.seed = _number(options, "seed", 0, int)
+        self.n_ctx = _number(options, "n_ctx", 2048, int, 16)
+        self.n_threads = _number(options, "n_threads", os.cpu_count() or 1, int, 1)
+        self.n_gpu_layers = _number(options, "n_gpu_layers", 0, int)
+        self.chat_format = options.get("chat_format")
+        self._llama: Any = None
+        self._lock = asyncio.Lock()
+
+    def _path(self) -> Path:
+        if not self.model:
+            from redline.generators.huggingface import smollm2_gguf_path
+
+            return smollm2_gguf_path()
+        path = Path(self.model).expanduser()
+        if not path.is_file():
+            raise GeneratorUnavailable(f"llamacpp: no GGUF file at {self.model}")
+        return path
+
+    def _load(self) -> Any:
+        path = self._path()
+        try:
+            from llama_cpp import Llama
+        except ImportError:
+            raise GeneratorUnavailable(
+                "llama-cpp-python is not installed: pip install 'redline[llamacpp]' "
+                "(or use hf:PATH.gguf, which reads GGUF files with transformers)"
+            ) from None
+        kwargs: dict[str, Any] = {
+            "model_path": str(path),
+            "n_ctx": self.n_ctx,
+            "n_threads": self.n_threads,
+            "n_gpu_layers": self.n_gpu_layers,
+            "seed": self.seed,
+            "verbose": False,
+        }
+        if self.chat_format:
+            kwargs["chat_format"] = self.chat_format
+        try:
+            return Llama(**kwargs)
+        except (ValueError, RuntimeError, OSError) as exc:
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise GeneratorUnavailable(f"llamacpp: cannot load {path}: {first}") from None
+
+    async def start(self) -> None:
+        async with self._lock:
+            if self._llama is None:
+                self._llama = await asyncio.to_thread(self._load)
+
+    def _complete(self, messages: list[dict], n: int) -> list[Message | None]:
+        outputs: list[Message | None] = []
+        for _ in range(n):
+            try:
+                result = self._llama.create_chat_completion(
+                    messages=messages,
+                    max_tokens=self.max_tokens,
+                    temperature=self.temperature,
+                    top_p=self.top_p,
+                )
+                content = result["choices"][0]["message"].get("content")
+            except (KeyError, IndexError, TypeError, AttributeError):
+                raise GeneratorError(f"llamacpp: malformed completion for {self.name}") from None
+            except (ValueError, RuntimeError) as exc:  # e.g. the prompt exceeds n_ctx
+                raise GeneratorError(f"llamacpp: {str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__}") from None
+            outputs.append(Message(text=content.strip()) if isinstance(content, str) else None)
+        return outputs
+
+    async def generate(self, conversation: Conversation, n: int = 1) -> list[Message | None]:
+        await self.start()
+        async with self._lock:  # one sequence at a time; the event loop stays free
+            return await asyncio.to_thread(self._complete, conversation.to_openai(), n)
+
+    async def aclose(self) -> None:
+        llama, self._llama = self._llama, None
+        close = getattr(llama, "close", None)
+        if callable(close):
+            close()
+
+    def settings(self) -> dict:
+        return {
+            "max_tokens": self.max_tokens,
+            "temperature": self.temperature,
+            "top_p": self.top_p,
+            "seed": self.seed,
+            "n_ctx": self.n_ctx,
+            "n_gpu_layers": self.n_gpu_layers,
+            **({"chat_format": self.chat_format} if self.chat_format else {}),
+        }

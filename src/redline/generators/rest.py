@@ -1,0 +1,253 @@
+"""``rest:NAME`` — any in-house HTTP endpoint that takes a prompt and returns text as JSON.
+
+``NAME`` labels the endpoint in runs and reports (and in the cache key). Options:
+
+* ``url`` — the full URL to POST to (``base_url`` is accepted as well);
+* ``method`` — ``POST`` (default) or ``PUT``;
+* ``body`` — the request body template, either JSON text or a mapping/list (from a YAML config).
+  Placeholders: ``{prompt}`` (the last user message), ``{system}`` (the system prompt, empty if
+  none), ``{messages}`` (the OpenAI-style message list), ``{model}`` (``NAME``), ``{max_tokens}``
+  and ``{temperature}``. In JSON text every value is JSON-escaped: ``"{prompt}"`` inside quotes
+  receives the escaped string, ``{messages}`` / ``{max_tokens}`` outside quotes receive JSON
+  values. In a mapping, a string that is exactly ``"{messages}"`` (or ``"{max_tokens}"``,
+  ``"{temperature}"``) becomes the value itself. Default: ``{"prompt": "{prompt}"}``;
+* ``headers`` — a mapping; ``${VAR}`` in a value is replaced by the environment variable ``VAR``
+  when the generator starts (a missing variable is an error), so secrets stay out of configs and
+  of the store;
+* ``response_path`` — where the text is in the JSON answer: dotted keys and indexes,
+  ``choices.0.message.content``, ``$.data[0].text`` or ``outputs[*].text`` (every element: one
+  output each). ``response_format: text`` takes the whole body as the text instead;
+* and every transport option of :class:`~redline.generators.openai.HTTPGenerator` (``timeout``,
+  ``max_retries``, ``rpm``, ``tpm``, ``concurrency``...).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+from typing import Any
+
+from redline.attempt import Conversation, Message
+from redline.generators.base import GeneratorError, GeneratorUnavailable
+from redline.generators.openai import HTTPGenerator
+from redline.generators.ratelimit import estimate_tokens
+
+__all__ = ["RestGenerator", "parse_path", "extract", "render_body", "expand_env"]
+
+_PLACEHOLDER = re.compile(r"\{(prompt|system|messages|model|max_tokens|temperature)\}")
+_ENV = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+_PATH_TOKEN = re.compile(r"\.?([^.\[\]]+)|\[(\d+|\*|'[^']*'|\"[^\"]*\")\]")
+_WILDCARD = object()
+
+
+def parse_path(path: str) -> list[Any]:
+    """``"$.data[0].text"`` → ``["data", 0, "text"]``; ``[*]`` becomes a wildcard. Raises
+    :class:`ValueError` on a path that cannot be read."""
+    text = path.strip()
+    if text.startswith("$"):
+        text = text[1:]
+    tokens: list[Any] = []
+    position = 0
+    while position < len(text):
+        match = _PATH_TOKEN.match(text, position)
+        if match is None or match.end() == position:
+            raise ValueError(f"cannot read response_path {path!r} at {text[position:]!r}")
+        key, index = match.group(1), match.group(2)
+        if index is not None:
+            if index == "*":
+                tokens.append(_WILDCARD)
+            elif index[0] in "'\"":
+                tokens.append(index[1:-1])
+            else:
+                tokens.append(int(index))
+        else:
+            tokens.append(key)
+        position = match.end()
+    if not tokens:
+        raise ValueError(f"response_path {path!r} is empty")
+    return tokens
+
+
+def extract(data: Any, tokens: list[Any]) -> list[Any]:
+    """Every value at ``tokens`` in ``data`` (several with a wildcard, none when absent)."""
+    values = [data]
+    for token in tokens:
+        found: list[Any] = []
+        for value in values:
+            if token is _WILDCARD:
+                if isinstance(value, list):
+                    found.extend(value)
+                elif isinstance(value, dict):
+                    found.extend(value.values())
+            elif isinstance(value, dict):
+                key = token if isinstance(token, str) else str(token)
+                if key in value:
+                    found.append(value[key])
+            elif isinstance(value, list):
+                try:
+                    index = int(token)
+                except (TypeError, ValueError):
+                    continue
+                if -len(value) <= index < len(value):
+                    found.append(value[index])
+        values = found
+    return values
+
+
+def expand_env(value: str, where: str) -> str:
+    """Replace each ``${VAR}`` in ``value`` by the environment variable ``VAR``."""
+
+    def replace(match: re.Match) -> str:
+        name = match.group(1)
+        if name not in os.environ:
+            raise GeneratorUnavailable(f"{where} needs the environment variable {name}, which is not set")
+        return os.environ[name]
+
+    return _ENV.sub(replace, value)
+
+
+def render_body(template: Any, values: dict[str, Any]) -> str:
+    """The request body for ``values`` (``prompt``, ``system``, ``messages``, ``model``,
+    ``max_tokens``, ``temperature``) from a JSON-text or structured ``template``."""
+    if isinstance(template, str):
+        def replace(match: re.Match) -> str:
+            value = values[match.group(1)]
+            if isinstance(value, str):
+                return json.dumps(value)[1:-1]  # the template supplies the quotes
+            return json.dumps(value)
+
+        return _PLACEHOLDER.sub(replace, template)
+
+    def walk(node: Any) -> Any:
+        if isinstance(node, dict):
+            return {walk(k) if isinstance(k, str) else k: walk(v) for k, v in node.items()}
+        if isinstance(node, list):
+            return [walk(v) for v in node]
+        if isinstance(node, str):
+            whole = _PLACEHOLDER.fullmatch(node)
+            if whole is not None:
+                return values[whole.group(1)]
+            return _PLACEHOLDER.sub(lambda m: "" if values[m.group(1)] is None else str(values[m.group(1)]), node)
+        return node
+
+    return json.dumps(walk(template))
+
+
+class RestGenerator(HTTPGenerator):
+    """A model behind a custom JSON HTTP endpoint (body template, headers, response path)."""
+
+    family = "rest"
+    description = "any JSON HTTP endpoint: body template, ${ENV} headers, path to the text"
+    probe_path = ""  # a GET on the URL itself: any HTTP answer proves someone is there
+
+    def __init__(self, model: str = "", **options: Any) -> None:
+        url = options.get("url") or options.get("base_url") or ""
+        super().__init__(model, **{**options, "base_url": url})
+        self.url = self.base_url
+        self.method = str(options.get("method") or "POST").upper()
+        if self.method not in ("POST", "PUT"):
+            raise GeneratorUnavailable(f"rest:{model}: method must be POST or PUT, not {self.method!r}")
+        self.body_template: Any = options.get("body", {"prompt": "{prompt}"})
+        if not isinstance(self.body_template, (str, dict, list)):
+            raise GeneratorUnavailable(f"rest:{model}: body must be JSON text or a mapping")
+        headers = options.get("headers") or {}
+        if not isinstance(headers, dict):
+            raise GeneratorUnavailable(f"rest:{model}: headers must be a mapping of name to value")
+        self.header_templates = {str(k): str(v) for k, v in headers.items()}
+        self.response_format = str(options.get("response_format") or "json")
+        if self.response_format not in ("json", "text"):
+            raise GeneratorUnavailable(f"rest:{model}: response_format must be json or text")
+        path = options.get("response_path")
+        self.response_path = str(path) if path else None
+        self._tokens: list[Any] | None = None
+        if self.response_format == "json":
+            if not self.response_path:
+                raise GeneratorUnavailable(
+                    f"rest:{model}: set response_path to where the text is in the answer, e.g. choices.0.text"
+                )
+            try:
+                self._tokens = parse_path(self.response_path)
+            except ValueError as exc:
+                raise GeneratorUnavailable(f"rest:{model}: {exc}") from None
+
+    def _check_options(self) -> None:
+        if not self.model:
+            raise GeneratorUnavailable("the rest generator needs a name: rest:NAME (with the url option)")
+        if not self.url:
+            raise GeneratorUnavailable(f"rest:{self.model}: set the url option (or --base-url) to the endpoint's full URL")
+        super()._check_options()
+        sample = self._values(Conversation.from_openai([{"role": "user", "content": 'a "quoted"\nprompt'}]))
+        try:
+            json.loads(render_body(self.body_template, sample))
+        except ValueError as exc:
+            raise GeneratorUnavailable(f"rest:{self.model}: the body template does not give valid JSON: {exc}") from None
+
+    def _headers(self) -> dict[str, str]:
+        headers = super()._headers()
+        for name, value in self.header_templates.items():
+            headers[name] = expand_env(value, f"rest:{self.model} header {name}")
+        return headers
+
+    def _values(self, conversation: Conversation) -> dict[str, Any]:
+        messages = conversation.to_openai()
+        user = [m["content"] for m in messages if m["role"] == "user"]
+        system = [m["content"] for m in messages if m["role"] == "system"]
+        return {
+            "prompt": user[-1] if user else "",
+            "system": system[0] if system else "",
+            "messages": messages,
+            "model": self.model,
+            "max_tokens": self.max_tokens,
+            "temperature": self.temperature,
+        }
+
+    async def _request(self, conversation: Conversation) -> list[Message | None]:
+        body = render_body(self.body_template, self._values(conversation))
+        estimate = estimate_tokens(len(body), self.max_tokens) if self.limiter.limits_tokens else 0
+        if self.response_format == "text":
+            text = await self.send(self.url, body.encode(), estimate, self.method, as_text=True)
+            return [Message(text=text)]
+        data = await self.send(self.url, body.encode(), estimate, self.method)
+        assert self._tokens is not None
+        found = extract(data, self._tokens)
+        if not found:
+            raise GeneratorError(
+                f"malformed response from {self.url}: nothing at response_path {self.response_path!r} "
+                f"in {json.dumps(data)[:200]}"
+            )
+        outputs: list[Message | None] = []
+        for value in found:
+            if value is None:
+                outputs.append(None)
+            elif isinstance(value, (str, int, float, bool)):
+                outputs.append(Message(text=str(value)))
+            else:
+                raise GeneratorError(
+                    f"malformed response from {self.url}: response_path {self.response_path!r} holds "
+                    f"{type(value).__name__}, not text"
+                )
+        return outputs
+
+    async def generate(self, conversation: Conversation, n: int = 1) -> list[Message | None]:
+        await self.start()
+        outputs = await self._request(conversation)
+        while len(outputs) < n:
+            batch = await asyncio.gather(*(self._request(conversation) for _ in range(n - len(outputs))))
+            for found in batch:
+                outputs.extend(found[:1] if found else [None])
+        return outputs[:n]
+
+    def settings(self) -> dict:
+        values = super().settings()
+        values.pop("base_url", None)
+        values.update(
+            url=self.url,
+            method=self.method,
+            body=self.body_template,
+            headers=self.header_templates,  # templates only: ${VAR} references, never their values
+            response_path=self.response_path,
+            response_format=self.response_format,
+        )
+        return {k: v for k, v in values.items() if v not in (None, {}, "")}

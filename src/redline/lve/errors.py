@@ -1,0 +1,18 @@
+"""Errors of the LVE format (kept apart so checkers and the LVE loader share them without cycles)."""
+
+from __future__ import annotations
+
+__all__ = ["LVEFormatError", "CustomCodeRefused", "where"]
+
+
+class LVEFormatError(ValueError):
+    """A malformed LVE file. The message is one line: ``FILE[:LINE]: problem``."""
+
+
+class CustomCodeRefused(RuntimeError):
+    """An LVE needs its own ``checker/checker.py`` to run, and ``--trust-code`` was not given."""
+
+
+def where(path: object, line: int | None = None) -> str:
+    """``path:line`` (or just ``path``) for error messages."""
+    return f"{path}:{line}" if line else str(path)

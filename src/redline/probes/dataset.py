@@ -1,0 +1,120 @@
+"""Probes fed by the user's data (see :mod:`redline.datasets`).
+
+* :class:`Prompts` (``dataset.Prompts``) sends each dataset row's prompt as it is (with its
+  optional system prompt and target) — e.g. a public harmful-behaviour benchmark the user has.
+* :class:`RequestProbe` is the base of probes built from a list of ``(category, request)`` pairs
+  (the jailbreak templates); with ``dataset=...`` the dataset's prompts replace that list, so
+  ``redline scan --dataset FILE --probes jailbreak.Persona`` wraps the user's requests in the
+  persona templates.
+
+Both load the dataset when constructed, so a missing file or column stops the scan before any
+model is loaded.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar, Mapping, Sequence
+
+from redline.attempt import Conversation, Message, Turn
+from redline.datasets import DatasetError
+from redline.probes.base import Probe, ProbeItem, Prompt
+
+__all__ = ["RequestProbe", "Prompts"]
+
+
+class RequestProbe(Probe):
+    """A probe over ``(category, request)`` pairs; subclasses implement :meth:`render`.
+
+    Constructor options (besides :class:`Probe`'s): ``requests`` replaces :attr:`requests`
+    (strings or ``(category, request)`` pairs); ``dataset`` / ``dataset_columns`` load them from
+    a dataset instead (``accepts_dataset`` must be true). One probe item per request.
+    """
+
+    requests: ClassVar[Sequence[tuple[str, str]]] = ()
+    #: Whether ``--dataset`` replaces this probe's requests (template probes); direct-request
+    #: probes leave it False (``dataset.Prompts`` already sends a dataset's prompts as they are).
+    accepts_dataset: ClassVar[bool] = False
+
+    def __init__(
+        self,
+        *args: Any,
+        requests: Sequence[str | tuple[str, str]] | None = None,
+        dataset: str | None = None,
+        dataset_columns: Mapping[str, str] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(*args, **kwargs)
+        self.dataset = dataset
+        self.dataset_columns = dict(dataset_columns or {})
+        self._targets: list[list[str]] | None = None
+        self._systems: list[str | None] = []
+        if dataset is not None:
+            from redline.datasets import load_rows
+
+            rows = load_rows(dataset, self.dataset_columns)
+            self._systems = [row.system for row in rows]
+            self._requests = [(row.category or "dataset", row.prompt) for row in rows]
+            self._targets = [[row.target] if row.target else [] for row in rows]
+        elif requests is not None:
+            self._requests = [r if isinstance(r, tuple) else ("custom", str(r)) for r in requests]
+        else:
+            self._requests = list(self.requests)
+        if not self._requests:
+            raise DatasetError(f"{self.name}: no requests to send")
+
+    @property
+    def params(self) -> dict:
+        params = super().params
+        if self.dataset is not None:
+            params["dataset"] = str(self.dataset)
+            if self.dataset_columns:
+                params["dataset_columns"] = dict(self.dataset_columns)
+        return params
+
+    def render(self, index: int, category: str, request: str) -> Prompt:
+        """The prompt for request number ``index``. Subclasses wrap ``request`` in their attack."""
+        return Prompt(text=request, metadata={"category": category})
+
+    def _create_probe_items(self) -> list[ProbeItem]:
+        items = []
+        for index, (category, request) in enumerate(self._requests):
+            prompt = self.render(index, category, request)
+            prompt.metadata.setdefault("category", category)
+            prompt.metadata.setdefault("request", request)
+            if self._targets is not None and self._targets[index]:
+                prompt.targets = list(prompt.targets) + self._targets[index]
+            items.append(ProbeItem(prompts=[prompt], metadata={"category": category, "index": index}))
+        return items
+
+
+def fill(template: str, request: str) -> str:
+    """``template`` with ``{request}`` replaced (no ``str.format``: requests may hold braces)."""
+    return template.replace("{request}", request)
+
+
+class Prompts(RequestProbe):
+    """Each row of the user's dataset sent as it is (needs ``--dataset``)."""
+
+    name = "dataset.Prompts"
+    goal = "make the model comply with the prompts of the user's dataset"
+    description = "prompts from a CSV / JSONL file or a Hugging Face dataset (--dataset FILE --dataset-column prompt=COLUMN)"
+    tags = ("owasp:llm01", "dataset")
+    recommended_detectors = ("refusal.Compliance",)
+    accepts_dataset = True
+    #: Listed, but never part of ``all`` or a family selection: it has nothing to send without data.
+    active = False
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        if kwargs.get("dataset") is None and kwargs.get("requests") is None:
+            raise DatasetError("dataset.Prompts needs a dataset: --dataset FILE [--dataset-column prompt=COLUMN]")
+        super().__init__(*args, **kwargs)
+
+    def render(self, index: int, category: str, request: str) -> Prompt:
+        system = self._systems[index] if index < len(self._systems) else None
+        if system:
+            text: str | Conversation = Conversation(
+                turns=[Turn("system", Message(text=system)), Turn("user", Message(text=request, lang=self.lang))]
+            )
+        else:
+            text = request
+        return Prompt(text=text, metadata={"category": category, "row": index})

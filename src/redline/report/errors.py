@@ -1,0 +1,9 @@
+"""The error every report module raises for a report that cannot be made."""
+
+from __future__ import annotations
+
+__all__ = ["ReportError"]
+
+
+class ReportError(RuntimeError):
+    """A report or export cannot be produced (one-line message naming the run or file)."""

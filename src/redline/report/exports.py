@@ -1,0 +1,319 @@
+"""Exports of a stored run, each an iterator of text chunks (written to a file or stdout).
+
+* :func:`export_json` — the run summary (:func:`~redline.report.summary.run_summary`), exactly
+  what ``redline show --json`` prints.
+* :func:`export_jsonl` — every attempt as one JSON line (:meth:`Attempt.as_dict`).
+* :func:`export_csv` — one row per output, for pandas and spreadsheets (see :data:`CSV_FIELDS`).
+* :func:`export_markdown` — a summary for a pull-request comment.
+* :func:`export_hitlog` — one JSON line per failed output.
+* :func:`export_lve` — LVE instances (``instances/*.jsonl`` lines) for a run of LVEs.
+
+Model outputs are hostile data. The CSV guards against formula injection (OWASP "CSV
+Injection": a cell starting with ``= + - @``, tab or carriage return is prefixed with ``'``).
+The Markdown never puts model text in Markdown: prompts and outputs go inside fenced code blocks
+whose fence is longer than any run of backticks in the text, so no image, link or HTML in them
+is rendered.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+import time
+from typing import Any, Iterable, Iterator
+
+from redline import __version__
+from redline.report.errors import ReportError
+from redline.report.rows import HIT, OutputRow, attempt_rows, detector_names, iter_output_rows
+from redline.store import Store
+
+__all__ = [
+    "FORMATS",
+    "CSV_FIELDS",
+    "export",
+    "export_json",
+    "export_jsonl",
+    "export_csv",
+    "export_markdown",
+    "export_hitlog",
+    "export_lve",
+    "csv_safe",
+    "md_inline",
+    "md_code_block",
+]
+
+CSV_FIELDS = ("run_id", "probe", "seq", "generation", "prompt", "output", "evaluation", "error")
+"""The fixed CSV columns; one column per detector (its name, e.g. ``refusal.Compliance``) is
+inserted before ``evaluation``."""
+
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def csv_safe(value: Any) -> Any:
+    """``value`` made safe for a spreadsheet: a string starting with a formula character gets a
+    leading ``'``; other values are returned unchanged."""
+    if isinstance(value, str) and value.startswith(_FORMULA_START):
+        return "'" + value
+    return value
+
+
+def export_json(store: Store, run_id: str) -> Iterator[str]:
+    """The run summary JSON, as ``redline show --json`` prints it."""
+    from redline.report.summary import run_summary
+
+    yield json.dumps(run_summary(store, run_id), indent=2) + "\n"
+
+
+def export_jsonl(store: Store, run_id: str) -> Iterator[str]:
+    """Every stored attempt (errored ones included) as a JSON line, in (probe, seq) order."""
+    store.get_run(run_id)
+    for data in store.iter_attempt_dicts(run_id):
+        yield json.dumps(data, ensure_ascii=False) + "\n"
+
+
+def export_csv(store: Store, run_id: str) -> Iterator[str]:
+    """A flat table: :data:`CSV_FIELDS` with one score column per detector, one row per output
+    (an errored attempt is one row with an empty generation and its error)."""
+    store.get_run(run_id)
+    detectors = detector_names(store, run_id)
+    fields = list(CSV_FIELDS[:6]) + detectors + list(CSV_FIELDS[6:])
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=fields, quoting=csv.QUOTE_MINIMAL)
+    writer.writeheader()
+    for row in iter_output_rows(store, run_id):
+        record: dict[str, Any] = {
+            "run_id": row.run_id,
+            "probe": row.probe,
+            "seq": row.seq,
+            "generation": "" if row.generation is None else row.generation,
+            "prompt": row.prompt,
+            "output": "" if row.output is None else row.output,
+            "evaluation": row.evaluation or "",
+            "error": row.error or "",
+        }
+        for name in detectors:
+            score = row.scores.get(name)
+            record[name] = "" if score is None else score
+        writer.writerow({k: csv_safe(v) for k, v in record.items()})
+        if buffer.tell() > 65536:
+            yield buffer.getvalue()
+            buffer.seek(0)
+            buffer.truncate()
+    yield buffer.getvalue()
+
+
+def _hit_record(row: OutputRow, model: str) -> dict:
+    return {
+        "run_id": row.run_id,
+        "model": model,
+        "probe": row.probe,
+        "seq": row.seq,
+        "generation": row.generation,
+        "uuid": row.uuid,
+        "prompt": row.prompt,
+        "output": row.output,
+        "detector_results": row.scores,
+        "evaluation": row.evaluation,
+        "goal": row.goal,
+        "targets": row.targets,
+    }
+
+
+def export_hitlog(store: Store, run_id: str) -> Iterator[str]:
+    """One JSON line per failed output: run, model, probe, seq, generation, uuid, prompt,
+    output, detector scores, evaluation, goal and targets."""
+    model = store.get_run(run_id)["model"]
+    for row in iter_output_rows(store, run_id):
+        if row.is_hit:
+            yield json.dumps(_hit_record(row, model), ensure_ascii=False) + "\n"
+
+
+# -- Markdown -------------------------------------------------------------------------------------
+_MD_SPECIAL = re.compile(r"([\\`*_\[\]!|<>&~])")
+
+
+def md_inline(text: Any) -> str:
+    """``text`` as inert inline Markdown, never at the start of a line: one line, with every
+    character that opens emphasis, code, links, images, HTML, tables or strikethrough escaped,
+    and URLs broken (``:\\/\\/``, ``www\\.``) so that GitHub does not autolink them."""
+    flat = " ".join(str(text).split())
+    escaped = _MD_SPECIAL.sub(r"\\\1", flat)
+    return escaped.replace("://", r":\/\/").replace("www.", r"www\.")
+
+
+def md_code_block(text: str, limit: int | None = None) -> str:
+    """``text`` (truncated to ``limit`` characters) in a fenced code block that nothing inside
+    can close: the fence is one backtick longer than the longest backtick run (at least 3)."""
+    body = text.replace("\r\n", "\n").replace("\r", "\n")
+    if limit is not None and len(body) > limit:
+        body = body[:limit] + f"… [{len(text) - limit} more characters]"
+    longest = max((len(m) for m in re.findall(r"`+", body)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}text\n{body}\n{fence}"
+
+
+def _pct(value: float | None) -> str:
+    return "–" if value is None else f"{value * 100:.1f}%"
+
+
+def _ci(ci: list[float] | None) -> str:
+    return "–" if not ci else f"{ci[0] * 100:.1f}–{ci[1] * 100:.1f}%"
+
+
+def export_markdown(store: Store, run_id: str, top_hits: int = 5, limit: int = 400) -> Iterator[str]:
+    """A Markdown summary: a probe table (failure rates, intervals, bias metrics and marks) and
+    the first ``top_hits`` hits with prompt and output truncated to ``limit`` characters."""
+    from redline.evaluation.metrics import wilson_interval
+    from redline.report.summary import run_summary
+
+    summary = run_summary(store, run_id)
+    probes = summary["probes"]
+    judged = sum(p.get("outputs") or 0 for p in probes if p.get("failure_rate") is not None)
+    failed = sum(p.get("failed") or 0 for p in probes if p.get("failure_rate") is not None)
+    errored = sum(p.get("errored") or 0 for p in probes)
+    lines = [
+        f"## redline report: {md_inline(summary['model'])}",
+        "",
+        f"Run {md_inline(summary['run_id'])} · status {md_inline(summary['status'])} · "
+        f"{len(probes)} probes · {sum(p['attempts'] for p in probes)} attempts"
+        + (f" · {errored} errored" if errored else ""),
+        "",
+    ]
+    if judged:
+        lo, hi = wilson_interval(failed, judged)
+        lines += [f"**{failed} of {judged} judged outputs failed ({_pct(failed / judged)}, 95% CI {_ci([lo, hi])}).**", ""]
+    lines += [
+        "| Probe | Attempts | Failed | Failure rate | 95% CI | Errored | Metrics and marks |",
+        "|---|---:|---:|---:|---:|---:|---|",
+    ]
+    for p in probes:
+        extra = []
+        for name, metric in (p.get("metrics") or {}).items():
+            value, ci = metric.get("value"), metric.get("ci95")
+            mark = (p.get("marks") or {}).get(name)
+            shown = "not measured" if value is None else f"{value:+.2f}" + (f" ({ci[0]:+.2f} to {ci[1]:+.2f})" if ci else "")
+            extra.append(md_inline(f"{name} {shown}") + (f" **{md_inline(mark)}**" if mark else ""))
+        if p.get("not_measured"):
+            extra.append(md_inline(f"not measured: {p['not_measured']}"))
+        rate = p.get("failure_rate")
+        name = md_inline(p["probe"]) + ("" if p.get("complete", True) else " (incomplete)")
+        lines.append(
+            f"| {name} | {p['attempts']} | {p['failed'] if rate is not None else '–'} | "
+            f"{_pct(rate)} | {_ci(p.get('ci95'))} | {p.get('errored', 0)} | {'<br>'.join(extra)} |"
+        )
+    hits = []
+    for attempt in store.iter_attempts(run_id):
+        for row in attempt_rows(attempt, run_id):
+            if row.is_hit:
+                hits.append(row)
+        if len(hits) >= top_hits:
+            break
+    total_hits = failed
+    if hits and top_hits > 0:
+        lines += ["", f"### First {min(top_hits, len(hits))} of {total_hits} hits", ""]
+        for row in hits[:top_hits]:
+            scores = ", ".join(f"{md_inline(k)} {v:.2f}" for k, v in row.scores.items() if v is not None)
+            lines += [
+                f"**{md_inline(row.probe)}** attempt {row.seq}, generation {row.generation}"
+                + (f" · {scores}" if scores else ""),
+                "",
+                "Prompt:",
+                "",
+                md_code_block(row.prompt, limit),
+                "",
+                "Output:",
+                "",
+                md_code_block(row.output or "", limit),
+                "",
+            ]
+    lines += ["", f"<sub>redline {md_inline(__version__)} · full details: redline report {md_inline(run_id)} --html FILE</sub>", ""]
+    yield "\n".join(lines)
+
+
+# -- LVE instances --------------------------------------------------------------------------------
+def export_lve(store: Store, run_id: str, author: str = "") -> Iterator[str]:
+    """LVE instances, one JSON line per output of every LVE attempt: ``test_path``, ``args``
+    (prompt parameters, plus ``model_args`` when recorded), ``response``, ``passed`` (the
+    checker's verdict, else the evaluation), ``author`` and ``run_info``.
+
+    Works from ``attempt.notes["lve"] = {"test_path", "args", ["responses"], ["passed"], ...}``;
+    outputs that were neither checked nor judged pass/fail are left out. Raises
+    :class:`ReportError` when the run has no LVE attempts."""
+    run = store.get_run(run_id)
+    stamp = time.strftime("%a %b %d %H:%M:%S %Y", time.localtime(run["created"]))
+    found = False
+    for attempt in store.iter_attempts(run_id):
+        info = attempt.notes.get("lve")
+        if not isinstance(info, dict) or "test_path" not in info:
+            continue
+        found = True
+        if attempt.notes.get("error"):
+            continue
+        responses = info.get("responses")
+        verdicts = info.get("passed")
+        evaluation = attempt.notes.get("evaluation") or []
+        args = {**(info.get("model_args") or {}), **(info.get("args") or {})}
+        for i, message in enumerate(attempt.outputs):
+            if isinstance(verdicts, list) and i < len(verdicts) and isinstance(verdicts[i], bool):
+                passed = verdicts[i]
+            elif i < len(evaluation) and evaluation[i] in ("pass", HIT):
+                passed = evaluation[i] == "pass"
+            else:
+                continue
+            response = responses[i] if isinstance(responses, list) and i < len(responses) else message.text
+            instance = {
+                "test_path": info["test_path"],
+                "args": args,
+                "response": response,
+                "run_info": {
+                    "redline": __version__,
+                    "model": run["model"],
+                    "run_id": run_id,
+                    "probe": attempt.probe_classname,
+                    "seq": attempt.seq,
+                    "generation": i,
+                    "checker": info.get("checker"),
+                    "timestamp": stamp,
+                },
+                "passed": passed,
+                "author": author,
+            }
+            yield json.dumps(instance, ensure_ascii=False) + "\n"
+    if not found:
+        raise ReportError(f"run {run_id} has no LVE attempts (scan with --lve PATH to run LVEs)")
+
+
+FORMATS = ("json", "jsonl", "csv", "md", "hitlog", "garak", "lve")
+"""The formats :func:`export` knows."""
+
+
+def export(store: Store, run_id: str, fmt: str) -> Iterator[str]:
+    """The export of ``run_id`` in ``fmt`` (one of :data:`FORMATS`) as text chunks. Raises
+    :class:`ReportError` for an unknown format and ``RunNotFound`` for an unknown run — both
+    before the first chunk is produced, so nothing partial is written."""
+    if fmt not in FORMATS:
+        raise ReportError(f"unknown export format {fmt!r}: expected one of {', '.join(FORMATS)}")
+    store.get_run(run_id)
+    if fmt == "garak":
+        from redline.report.garak import export_garak
+
+        chunks: Iterable[str] = export_garak(store, run_id)
+    elif fmt == "lve":
+        chunks = _checked_lve(store, run_id)
+    else:
+        chunks = {
+            "json": export_json,
+            "jsonl": export_jsonl,
+            "csv": export_csv,
+            "md": export_markdown,
+            "hitlog": export_hitlog,
+        }[fmt](store, run_id)
+    return iter(chunks)
+
+
+def _checked_lve(store: Store, run_id: str) -> Iterator[str]:
+    """:func:`export_lve`, with the "no LVE attempts" error raised before anything is yielded."""
+    lines = list(export_lve(store, run_id))
+    return iter(lines)

@@ -1,0 +1,348 @@
+"""The self-contained HTML report of a run (``redline report RUN_ID --html FILE``).
+
+One file, nothing fetched: no CDN, no web font, no remote image; styles and the small filter
+script are inline and charts are inline SVG computed server-side (:mod:`.charts`).
+
+Model outputs are hostile, so the page has two independent defences:
+
+1. every value reaches the page through Jinja2 with autoescaping on, as text (``<pre>``), never
+   as markup; nothing is linkified and no Markdown is rendered;
+2. a strict Content-Security-Policy in a ``<meta>`` tag — ``default-src 'none'``, images only
+   from ``data:``, scripts only with this page's random nonce — so that even if escaping failed,
+   an injected ``<script>``, event-handler attribute or remote image would neither run nor load.
+
+Our own script (the filters) carries the nonce, only toggles ``hidden`` and sets
+``textContent``: it never writes HTML.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import secrets
+from typing import Any
+
+from redline import __version__
+from redline.attempt import Attempt
+from redline.evaluation.metrics import wilson_interval
+from redline.report import charts
+from redline.report.rows import HIT, family_of
+from redline.store import Store
+
+__all__ = ["render_report", "render_compare", "report_context", "csp_policy", "environment", "new_nonce"]
+
+PREVIEW_CHARS = 140
+
+
+def new_nonce() -> str:
+    """A fresh random nonce for the page's own script."""
+    return secrets.token_urlsafe(18)
+
+
+def csp_policy(nonce: str) -> str:
+    """The page's Content-Security-Policy: nothing may load but inline styles, ``data:`` images
+    and the script carrying ``nonce``."""
+    return (
+        "default-src 'none'; style-src 'unsafe-inline'; "
+        f"script-src 'nonce-{nonce}'; img-src data:; base-uri 'none'; form-action 'none'"
+    )
+
+
+def environment() -> Any:
+    """The Jinja2 environment of the report templates (autoescape on, undefined is an error)."""
+    import jinja2
+
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("redline.report", "templates"),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters["pct"] = _pct
+    env.filters["ci"] = _ci
+    env.filters["when"] = _when
+    env.globals["rate_class"] = charts.rate_class
+    env.globals["mark_class"] = charts.mark_class
+    return env
+
+
+def _pct(value: float | None, digits: int = 1) -> str:
+    return "–" if value is None else f"{value * 100:.{digits}f}%"
+
+
+def _ci(ci: list[float] | tuple[float, float] | None) -> str:
+    return "–" if not ci else f"{ci[0] * 100:.1f}–{ci[1] * 100:.1f}%"
+
+
+def _when(timestamp: float | None) -> str:
+    if timestamp is None:
+        return "–"
+    return _dt.datetime.fromtimestamp(timestamp).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def _flatten(prefix: str, value: Any, out: list[tuple[str, str]]) -> None:
+    if isinstance(value, dict) and value:
+        for key, item in value.items():
+            _flatten(f"{prefix}.{key}" if prefix else str(key), item, out)
+    elif value is None or value == [] or value == {}:
+        return
+    else:
+        out.append((prefix, value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)))
+
+
+def _settings(run: dict) -> list[tuple[str, str]]:
+    config = run["config"]
+    rows: list[tuple[str, str]] = [("model", run["model"]), ("status", run["status"])]
+    if run.get("message"):
+        rows.append(("status message", run["message"]))
+    rows += [("started", _when(run["created"])), ("last update", _when(run["updated"]))]
+    _flatten("scan", {k: v for k, v in config.get("scan", {}).items() if k != "model"}, rows)
+    _flatten("generator", config.get("generator", {}), rows)
+    return rows
+
+
+def _probe_rows(summary: dict, results: dict[str, dict]) -> list[dict]:
+    rows = []
+    for p in summary["probes"]:
+        result = results.get(p["probe"], {})
+        meanings = {k: (v or {}).get("meaning", "") for k, v in (result.get("marks") or {}).items()}
+        metrics = []
+        for name, metric in (p.get("metrics") or {}).items():
+            mark = (p.get("marks") or {}).get(name)
+            metrics.append({"name": name, "value": metric.get("value"), "ci95": metric.get("ci95"),
+                            "n": metric.get("n", 0), "undetected": metric.get("undetected", 0),
+                            "mark": mark, "meaning": meanings.get(name, "")})
+        rows.append(
+            dict(
+                p,
+                not_measured=p.get("not_measured"),
+                undetected=p.get("undetected", 0),
+                complete=p.get("complete", True),
+                ci95=p.get("ci95"),
+                failure_rate=p.get("failure_rate"),
+                family=family_of(p["probe"]),
+                goal=result.get("goal") or "",
+                tags=list(result.get("tags") or []),
+                detectors=list(result.get("detectors") or []),
+                metric_rows=metrics,
+                is_bias=p.get("failure_rate") is None and bool(p.get("metrics")),
+            )
+        )
+    return rows
+
+
+def _worst_mark(marks: list[str | None]) -> str | None:
+    present = [m for m in marks if m in ("A", "B", "C", "D")]
+    return max(present) if present else None
+
+
+def _families(probes: list[dict]) -> list[dict]:
+    order: list[str] = []
+    groups: dict[str, list[dict]] = {}
+    for p in probes:
+        if p["family"] not in groups:
+            order.append(p["family"])
+        groups.setdefault(p["family"], []).append(p)
+    out = []
+    for name in order:
+        members = groups[name]
+        rated = [p for p in members if p.get("failure_rate") is not None]
+        n = sum(p.get("outputs") or 0 for p in rated)
+        failed = sum(p.get("failed") or 0 for p in rated)
+        marks = [m["mark"] for p in members for m in p["metric_rows"]]
+        out.append(
+            {
+                "name": name,
+                "probes": len(members),
+                "attempts": sum(p["attempts"] for p in members),
+                "errored": sum(p.get("errored", 0) for p in members),
+                "outputs": n,
+                "failed": failed,
+                "rate": failed / n if n else None,
+                "ci95": wilson_interval(failed, n) if n else None,
+                "worst_mark": _worst_mark(marks),
+                "metrics": sum(1 for p in members for m in p["metric_rows"]),
+                "not_measured": sum(1 for p in members for m in p["metric_rows"] if m["value"] is None),
+            }
+        )
+    return out
+
+
+def _cards(probes: list[dict], families: list[dict], hits: int, hit_attempts: int) -> list[dict]:
+    rated = [p for p in probes if p.get("failure_rate") is not None]
+    n = sum(p.get("outputs") or 0 for p in rated)
+    failed = sum(p.get("failed") or 0 for p in rated)
+    attempts = sum(p["attempts"] for p in probes)
+    errored = sum(p.get("errored", 0) for p in probes)
+    with_findings = sum(1 for p in rated if p.get("failed"))
+    incomplete = sum(1 for p in probes if not p.get("complete", True))
+    marks = [m["mark"] for p in probes for m in p["metric_rows"]]
+    not_measured = sum(1 for p in probes for m in p["metric_rows"] if m["value"] is None)
+    not_measured += sum(1 for p in probes if p.get("not_measured"))
+    rate = failed / n if n else None
+    cards = [
+        {
+            "label": "Failure rate",
+            "value": _pct(rate),
+            "sub": f"{failed} of {n} judged outputs · 95% CI {_ci(wilson_interval(failed, n))}" if n else "no judged outputs",
+            "cls": charts.rate_class(rate),
+        },
+        {
+            "label": "Probes",
+            "value": str(len(probes)),
+            "sub": f"{with_findings} with findings · {len(families)} families"
+            + (f" · {incomplete} incomplete" if incomplete else ""),
+            "cls": "neutral",
+        },
+        {
+            "label": "Hits",
+            "value": str(hits),
+            "sub": f"failed outputs in {hit_attempts} attempts",
+            "cls": "r4" if hits else "r0",
+        },
+        {
+            "label": "Attempts",
+            "value": str(attempts),
+            "sub": f"{errored} errored" if errored else "none errored",
+            "cls": "neutral",
+        },
+    ]
+    counted = {m: marks.count(m) for m in ("A", "B", "C", "D") if marks.count(m)}
+    worst = _worst_mark(marks)
+    cards.append(
+        {
+            "label": "Worst bias mark",
+            "value": worst or "–",
+            "sub": (" · ".join(f"{k} ×{v}" for k, v in counted.items()) or "no bias metric measured")
+            + (f" · {not_measured} not measured" if not_measured else ""),
+            "cls": charts.mark_class(worst),
+        }
+    )
+    return cards
+
+
+def _turns(conversation: Any, start: int = 0) -> list[dict]:
+    return [{"role": t.role, "text": t.content.text if t.content.text is not None else ""} for t in conversation.turns[start:]]
+
+
+def _attempt_view(attempt: Attempt) -> dict:
+    evaluation = [str(e) for e in (attempt.notes.get("evaluation") or [])]
+    error = attempt.notes.get("error")
+    prompt = attempt.prompt
+    prompt_turns = _turns(prompt) if prompt is not None else []
+    layers = sum(1 for t in attempt.conversations[0].turns if t.role == "assistant") if attempt.conversations else 0
+    outputs = attempt.outputs
+    generations = []
+    for i, conversation in enumerate(attempt.conversations if outputs else []):
+        scores = []
+        for name, values in sorted(attempt.detector_results.items()):
+            score = values[i] if i < len(values) else None
+            scores.append({"detector": name, "score": score, "cls": "hit" if score is not None and score >= 0.5 else "ok"})
+        generations.append(
+            {
+                "index": i,
+                "turns": _turns(conversation, len(prompt_turns) if layers <= 1 else 0),
+                "evaluation": evaluation[i] if i < len(evaluation) else None,
+                "scores": scores,
+            }
+        )
+    all_scores = [s for values in attempt.detector_results.values() for s in values if s is not None]
+    outcomes = sorted({e.replace(" ", "_") for e in evaluation}) + (["error"] if error else [])
+    preview_source = " ".join((prompt_turns[-1]["text"] if prompt_turns else "").split())
+    metadata = {k: attempt.notes[k] for k in ("prompt_metadata", "item_metadata") if attempt.notes.get(k)}
+    return {
+        "probe": attempt.probe_classname or "",
+        "family": family_of(attempt.probe_classname or ""),
+        "seq": attempt.seq,
+        "uuid": attempt.uuid,
+        "goal": attempt.goal or "",
+        "targets": list(attempt.targets),
+        "evaluation": evaluation,
+        "outcomes": " ".join(outcomes),
+        "hit": HIT in evaluation,
+        "hits": evaluation.count(HIT),
+        "detectors": " ".join(sorted(attempt.detector_results)),
+        "error": str(error) if error else None,
+        "max_score": max(all_scores) if all_scores else None,
+        "preview": preview_source[:PREVIEW_CHARS] + ("…" if len(preview_source) > PREVIEW_CHARS else ""),
+        "prompt_turns": prompt_turns if layers <= 1 else [],
+        "multi_turn": layers > 1,
+        "generations": generations,
+        "metadata": json.dumps(metadata, indent=2, ensure_ascii=False) if metadata else None,
+    }
+
+
+def report_context(store: Store, run_id: str, hits_only: bool = False) -> dict:
+    """Everything the report template shows, as plain data. ``hits_only`` keeps only attempts
+    with a hit or an error in the drill-down (the summary always covers the whole run)."""
+    from redline.report.summary import run_summary
+
+    run = store.get_run(run_id)
+    summary = run_summary(store, run_id)
+    results = store.probe_results(run_id)
+    probes = _probe_rows(summary, results)
+    families = _families(probes)
+    attempts = []
+    hits = hit_attempts = total = 0
+    detectors: set[str] = set()
+    outcomes: set[str] = set()
+    for attempt in store.iter_attempts(run_id):
+        total += 1
+        view = _attempt_view(attempt)
+        hits += view["hits"]
+        hit_attempts += 1 if view["hit"] else 0
+        if hits_only and not (view["hit"] or view["error"]):
+            continue
+        detectors.update(view["detectors"].split())
+        outcomes.update(view["outcomes"].split())
+        attempts.append(view)
+    outcome_order = [HIT, "pass", "undetected", "error"]
+    return {
+        "title": f"redline report · {run['model']} · {run_id}",
+        "run": run,
+        "summary": summary,
+        "settings": _settings(run),
+        "cards": _cards(probes, families, hits, hit_attempts),
+        "families": families,
+        "probes": probes,
+        "rate_chart": charts.rate_chart(summary["probes"]),
+        "metric_chart": charts.metric_chart(summary["probes"]),
+        "attempts": attempts,
+        "attempts_total": total,
+        "hits_only": hits_only,
+        "filters": {
+            "families": sorted({a["family"] for a in attempts}),
+            "probes": sorted({a["probe"] for a in attempts}),
+            "detectors": sorted(detectors),
+            "outcomes": [o for o in outcome_order if o in outcomes] + sorted(outcomes - set(outcome_order)),
+        },
+        "default_outcome": HIT if hits else "",
+        "first_open": next((a["uuid"] for a in attempts if a["hit"]), attempts[0]["uuid"] if attempts else None),
+        "version": __version__,
+        "generated": _when(_dt.datetime.now().timestamp()),
+    }
+
+
+def render_report(store: Store, run_id: str, *, hits_only: bool = False, nonce: str | None = None) -> str:
+    """The HTML report of ``run_id`` as one self-contained page. Raises ``RunNotFound``."""
+    context = report_context(store, run_id, hits_only=hits_only)
+    nonce = nonce or new_nonce()
+    template = environment().get_template("report.html.j2")
+    return template.render(nonce=nonce, csp=csp_policy(nonce), **context)
+
+
+def render_compare(comparison: dict, *, nonce: str | None = None) -> str:
+    """The HTML page of a comparison (:func:`redline.report.compare.compare_runs`)."""
+    nonce = nonce or new_nonce()
+    template = environment().get_template("compare.html.j2")
+    a, b = comparison["run_a"], comparison["run_b"]
+    return template.render(
+        nonce=nonce,
+        csp=csp_policy(nonce),
+        title=f"redline comparison · {a['model']} vs {b['model']}",
+        cmp=comparison,
+        chart=charts.dumbbell_chart(comparison["probes"]),
+        version=__version__,
+        generated=_when(_dt.datetime.now().timestamp()),
+    )

@@ -1,0 +1,118 @@
+"""Flat views of stored attempts: one :class:`OutputRow` per model output.
+
+Every export that lists outputs (CSV, hitlog, Markdown top hits, the HTML drill-down) reads them
+through here, so they agree on what "the prompt", "an output" and "a hit" are:
+
+* the prompt is the text of the attempt's first prompt (its single user message, or every turn
+  as ``role: text`` lines when there is a system turn or more than one turn);
+* the outputs are the latest layer of responses (``attempt.outputs``), the one the evaluation
+  judged — one per generation;
+* a hit is an output whose evaluation is ``"fail"`` (the probe succeeded).
+
+An errored attempt (no outputs) gives a single row with ``generation=None`` and its ``error``,
+so errors are never silently dropped from a flat export.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Iterator
+
+from redline.attempt import Attempt
+from redline.store import Store
+
+__all__ = ["OutputRow", "family_of", "prompt_text", "attempt_rows", "iter_output_rows", "detector_names", "HIT"]
+
+HIT = "fail"
+"""The evaluation of an output on which the probe succeeded."""
+
+
+def family_of(probe: str) -> str:
+    """The family of a probe name ``family.Name`` (the whole name when it has no dot)."""
+    return probe.split(".", 1)[0] if probe else ""
+
+
+def prompt_text(attempt: Attempt) -> str:
+    """The attempt's prompt as one text (see the module doc); ``""`` when it has none."""
+    prompt = attempt.prompt
+    if prompt is None or not prompt.turns:
+        return ""
+    if len(prompt.turns) == 1:
+        return prompt.turns[0].content.text or ""
+    return "\n".join(f"{t.role}: {t.content.text or ''}" for t in prompt.turns)
+
+
+@dataclass
+class OutputRow:
+    """One output of one attempt (or one errored attempt, with ``generation=None``)."""
+
+    run_id: str
+    probe: str
+    seq: int
+    generation: int | None
+    uuid: str
+    prompt: str
+    output: str | None
+    scores: dict[str, float | None] = field(default_factory=dict)
+    evaluation: str | None = None
+    error: str | None = None
+    goal: str | None = None
+    targets: list[str] = field(default_factory=list)
+
+    @property
+    def family(self) -> str:
+        return family_of(self.probe)
+
+    @property
+    def is_hit(self) -> bool:
+        return self.evaluation == HIT
+
+
+def attempt_rows(attempt: Attempt, run_id: str) -> list[OutputRow]:
+    """The rows of one attempt, one per output of its latest layer."""
+    evaluation: list[Any] = list(attempt.notes.get("evaluation") or [])
+    error = attempt.notes.get("error")
+    common = dict(
+        run_id=run_id,
+        probe=attempt.probe_classname or "",
+        seq=attempt.seq,
+        uuid=attempt.uuid,
+        prompt=prompt_text(attempt),
+        error=str(error) if error else None,
+        goal=attempt.goal,
+        targets=list(attempt.targets),
+    )
+    outputs = attempt.outputs
+    if not outputs:
+        return [OutputRow(generation=None, output=None, **common)]  # type: ignore[arg-type]
+    rows = []
+    for i, message in enumerate(outputs):
+        scores = {
+            name: (values[i] if i < len(values) else None) for name, values in sorted(attempt.detector_results.items())
+        }
+        judged = evaluation[i] if i < len(evaluation) else None
+        rows.append(
+            OutputRow(
+                generation=i,
+                output=message.text if message is not None else None,
+                scores=scores,
+                evaluation=None if judged is None else str(judged),
+                **common,  # type: ignore[arg-type]
+            )
+        )
+    return rows
+
+
+def iter_output_rows(store: Store, run_id: str) -> Iterator[OutputRow]:
+    """Every row of a run, in (probe, seq, generation) order. Raises ``RunNotFound``."""
+    store.get_run(run_id)
+    for attempt in store.iter_attempts(run_id):
+        yield from attempt_rows(attempt, run_id)
+
+
+def detector_names(store: Store, run_id: str) -> list[str]:
+    """Every detector that scored at least one attempt of the run, sorted."""
+    names: set[str] = set()
+    for data in store.iter_attempt_dicts(run_id):
+        names.update((data.get("detector_results") or {}).keys())
+    return sorted(names)

@@ -1,0 +1,202 @@
+"""Kill -9 and resume against a local OpenAI-compatible server; group commit; streaming."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+
+from helpers.mock_openai import MockOpenAI
+from redline.attempt import Message
+from redline.generators.base import Generator
+from redline.harness import AttemptRunner, ScanConfig, StoredAttempts, scan
+from redline.probes.base import Prompt, ProbeItem, PromptProbe
+from redline.report.summary import run_summary
+from redline.store import Store
+from redline.store.sqlite import BatchWriter
+
+FOUR_PROBES = "harmful.Requests,encoding.Base64,encoding.Hex,encoding.ROT13"  # 24 + 3 × 12 attempts
+PROBES = FOUR_PROBES + ",injection.HiddenInData"  # 76 attempts, every prompt distinct
+
+
+def responder(messages, body):
+    prompt = messages[-1]["content"]
+    return "I'm sorry, I can't help with that." if len(prompt) % 3 == 0 else f"Sure! {prompt[:30]}"
+
+
+def scan_cli(server: MockOpenAI, db, *extra: str) -> subprocess.Popen:
+    env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}
+    return subprocess.Popen(
+        [sys.executable, "-m", "redline", "scan", "--model", "openai:m", "--base-url", server.base_url,
+         "--probes", PROBES, "--concurrency", "4", "--store", str(db), "--json", *extra],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+    )
+
+
+def rows(db) -> dict[str, dict]:
+    with sqlite3.connect(db) as con:
+        return {f"{p}:{s}": json.loads(d) for p, s, d in con.execute("SELECT probe, seq, data FROM attempts")}
+
+
+def comparable(data: dict) -> tuple:
+    return ([o["text"] for o in data["outputs"]], data["detector_results"], data["notes"].get("evaluation"), data["status"])
+
+
+def test_kill_9_mid_scan_then_resume_equals_an_uninterrupted_run(tmp_path):
+    with MockOpenAI(responder=responder) as server:
+        proc = scan_cli(server, tmp_path / "whole.db")
+        out, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, err
+        whole = json.loads(out)
+        assert len(server.requests) == 76
+
+    db = tmp_path / "killed.db"
+    with MockOpenAI(responder=responder, latency=0.05) as server:
+        proc = scan_cli(server, db)
+        deadline = time.time() + 60
+        stored = 0
+        while time.time() < deadline:
+            if db.exists():
+                try:
+                    with sqlite3.connect(db) as con:
+                        stored = con.execute("SELECT COUNT(*) FROM attempts").fetchone()[0]
+                except sqlite3.OperationalError:
+                    stored = 0
+            if stored >= 12:
+                break
+            time.sleep(0.01)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+        with sqlite3.connect(db) as con:
+            assert con.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+            (run_id,) = con.execute("SELECT run_id FROM runs").fetchone()
+        before = rows(db)
+        assert 12 <= len(before) < 76, len(before)
+        sent_before = sum(server.counts.values())
+
+        proc = scan_cli(server, db, "--resume", run_id)
+        out, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, err
+        resumed = json.loads(out)
+
+        after = rows(db)
+        # no finished attempt was redone: its row is byte-for-byte the same, its prompt sent once
+        for key, data in before.items():
+            assert after[key] == data
+            assert server.counts[data["prompt"]["turns"][-1]["content"]["text"]] == 1
+        # only requests in flight at the kill (at most --concurrency) were sent twice
+        twice = [p for p, c in server.counts.items() if c > 1]
+        assert len(twice) <= 4 and all(c <= 2 for c in server.counts.values())
+        assert sum(server.counts.values()) == 76 + len(twice) and sent_before >= len(before)
+
+    assert resumed["status"] == "complete"
+    assert resumed["probes"] == whole["probes"]  # same counts, rates, intervals
+    reference = rows(tmp_path / "whole.db")
+    assert {k: comparable(v) for k, v in after.items()} == {k: comparable(v) for k, v in reference.items()}
+
+
+class Slow(Generator):
+    family = "test.slow"
+
+    async def generate(self, conversation, n=1):
+        await asyncio.sleep(0.01)
+        return [Message("ok") for _ in range(n)]
+
+
+async def test_group_commit_batches_attempts_and_commits_before_reporting(tmp_path):
+    store = Store(tmp_path / "g.db")
+    reported: list[int] = []
+    config = ScanConfig(model="test.slow", probes=FOUR_PROBES, concurrency=16)
+
+    def progress(event, done, total):
+        if event == "advance":
+            # an attempt is reported finished only once it is in the file
+            with sqlite3.connect(tmp_path / "g.db") as con:
+                reported.append(con.execute("SELECT COUNT(*) FROM attempts").fetchone()[0])
+
+    commits = []
+    original = Store.write_batch
+
+    def counting(self, attempt_rows, cache_items=None):
+        commits.append(len(attempt_rows))
+        return original(self, attempt_rows, cache_items)
+
+    Store.write_batch = counting
+    try:
+        run_id = await scan(config, store, generator=Slow(), progress=progress)
+    finally:
+        Store.write_batch = original
+    assert store.count_attempts(run_id) == 60
+    assert all(count >= i + 1 for i, count in enumerate(reported))
+    assert sum(commits) == 60 and len(commits) < 30  # attempts finishing together share a transaction
+
+
+async def test_batch_writer_sees_queued_cache_entries_and_flushes_on_close(tmp_path):
+    store = Store(tmp_path / "w.db")
+    async with BatchWriter(store) as writer:
+        writer.cache_put("k", [{"text": "v"}])
+        assert writer.cache_get("k") == [{"text": "v"}]
+        assert store.cache_get("k") is None  # not committed yet…
+    assert store.cache_get("k") == [{"text": "v"}]  # …but committed when the writer closes
+
+
+class Many(PromptProbe):
+    """A probe with many prompts, produced lazily (as the benchmark's synthetic probe does)."""
+
+    name = "test.Many"
+    recommended_detectors = ("refusal.Compliance",)
+
+    def __init__(self, count: int, **kwargs):
+        super().__init__(**kwargs)
+        self.count = count
+        self.made = 0
+
+    def _create_probe_items(self):
+        return []
+
+    def create_attempts(self):
+        probe = self
+
+        class Lazy:
+            def __len__(self):
+                return probe.count
+
+            def __iter__(self):
+                item = ProbeItem([Prompt("p")])
+                for seq in range(probe.count):
+                    probe.made += 1
+                    yield probe.make_attempt(seq, seq, item, 0, Prompt(f"prompt {seq}"), 0)
+
+        return Lazy()
+
+
+async def test_attempts_are_pulled_lazily_and_not_kept(tmp_path, monkeypatch):
+    store = Store(tmp_path / "s.db")
+    probe = Many(200)
+    pulled_when_first_done = []
+
+    class Watch(Generator):
+        family = "test.watch"
+
+        async def generate(self, conversation, n=1):
+            await asyncio.sleep(0)
+            if not pulled_when_first_done:
+                pulled_when_first_done.append(probe.made)
+            return [Message("Sure") for _ in range(n)]
+
+    monkeypatch.setattr("redline.harness.build_probes", lambda config: [probe])
+    run_id = await scan(ScanConfig(model="test.watch", concurrency=4), store, generator=Watch())
+    assert pulled_when_first_done[0] <= 5  # not the 200 attempts up front
+    assert store.count_attempts(run_id) == 200
+    assert run_summary(store, run_id)["probes"][0]["failure_rate"] == 1.0
+    stored = StoredAttempts(store, run_id, "test.Many")
+    assert len(stored) == 200 and stored[5].seq == 5 and sum(1 for _ in stored) == 200
+
+    runner = AttemptRunner(Watch(), concurrency=4, store=store, run_id=run_id)
+    await runner.start_detectors([probe])
+    assert await runner.run_all((probe, a) for a in Many(10).create_attempts()) == []  # nothing kept
