@@ -127,18 +127,33 @@ def test_cli_scan_with_dataset(csv_file: Path, tmp_path: Path) -> None:
     result = runner.invoke(app, ["scan", "-m", "test.echo", "--store", str(store), "--json", "--dataset", str(csv_file), "--dataset-column", "prompt=goal"])
     assert result.exit_code == 0, result.output
     assert [p["probe"] for p in json.loads(result.stdout)["probes"]] == ["dataset.Prompts"]
+    # the dataset family names its (inactive) probe
+    result = runner.invoke(
+        app, ["scan", "-m", "test.echo", "--store", str(store), "--json", "-p", "dataset", "--dataset", str(csv_file), "--dataset-column", "prompt=goal"]
+    )
+    assert result.exit_code == 0, result.output
+    assert [p["probe"] for p in json.loads(result.stdout)["probes"]] == ["dataset.Prompts"]
 
 
 def test_cli_dataset_errors_are_one_line(csv_file: Path, tmp_path: Path) -> None:
     import subprocess
     import sys
 
+    bad_jsonl = tmp_path / "bad.jsonl"
+    bad_jsonl.write_text('{"prompt": "fine"}\nnot json\n', encoding="utf-8")
     cases = [
         (["--dataset", str(tmp_path / "nope.csv")], "nope.csv: no such dataset file"),
         (["--dataset", str(csv_file), "--dataset-column", "prompt=question"], "no column 'question'"),
         (["--dataset", str(csv_file), "--dataset-column", "prompt=goal", "--probes", "harmful.Requests"], "none of the selected probes takes a dataset"),
         (["--dataset-column", "prompt=goal"], "--dataset-column needs --dataset"),
+        (["--dataset", str(bad_jsonl)], "line 2 is not valid JSON"),
+        (["--dataset", str(csv_file), "--dataset-column", "question=goal"], "unknown field 'question'"),
+        (["--dataset", str(csv_file), "--dataset-column", "goal"], "expected FIELD=COLUMN"),
     ]
+    try:
+        import datasets  # noqa: F401
+    except ImportError:  # the Hugging Face path names the missing package in one line
+        cases.append((["--dataset", "hf:someone/prompts:train"], "needs the 'datasets' package"))
     for extra, expected in cases:
         proc = subprocess.run(
             [sys.executable, "-m", "redline", "scan", "-m", "test.echo", "--store", str(tmp_path / "e.db"), *extra],

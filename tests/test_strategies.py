@@ -353,6 +353,16 @@ def test_cli_strategy_errors_are_one_line(tmp_path, capsys):
     assert err == ["error: --attacker-model needs --strategy (escalation or refine)"]
 
 
+def test_cli_unknown_strategy_is_one_line(tmp_path, capsys):
+    from redline.cli.main import main
+
+    with pytest.raises(SystemExit) as exit_info:
+        main(["scan", "-m", "test.echo", "--probes", "harmful", "--strategy", "crescendo", "--store", str(tmp_path / "x.db")])
+    assert exit_info.value.code == 1
+    err = [l for l in capsys.readouterr().err.splitlines() if l.strip()]
+    assert err == ["error: unknown strategy 'crescendo' (known strategies: escalation, refine)"]
+
+
 # -- the embedded model as attacker -----------------------------------------------------------------------
 @pytest.mark.slow
 @pytest.mark.skipif(

@@ -44,6 +44,7 @@ __all__ = [
     "parse_gen_opts",
     "validate_generator_options",
     "build_scan_config",
+    "check_family_options",
     "SCAN_KEYS",
 ]
 
@@ -183,6 +184,9 @@ GENERATOR_OPTIONS: dict[str, Callable[[Any], Any]] = {
 """Generator options redline knows, with their checks. Other keys pass through to the generator
 (third-party families have their own), unless they look like a typo of a known one."""
 
+_GENERATOR_FLAGS = frozenset({"base_url", "api_key_env", "max_tokens", "temperature", "timeout", "max_retries", "rpm", "tpm"})
+"""Generator options that ``redline scan`` also takes as flags of their own (``--base-url``...)."""
+
 _SECRET = re.compile(r"(api[_-]?key|secret|passw(or)?d|authorization|bearer|(^|[_-])token$|credential)", re.I)
 _ENV_REF = re.compile(r"\$\{[A-Za-z_][A-Za-z0-9_]*\}")
 
@@ -220,6 +224,32 @@ def validate_generator_options(options: dict[str, Any], where: str) -> dict[str,
                 f"{where}: headers.{header} looks like a secret: write it as ${{ENV_VAR}} and set the variable"
             )
     return checked
+
+
+def check_family_options(model: str, options: dict[str, Any], where: str) -> None:
+    """Raise :class:`ConfigError` for an option the family of ``model`` does not read (built-in
+    families declare theirs in ``accepted_options``; third-party families take anything), rather
+    than let a misspelt or misplaced option be silently ignored. An unknown family is left to
+    the generator registry to report."""
+    from redline.generators import generators, split_spec
+
+    family = split_spec(model)[0]
+    try:
+        accepted = getattr(generators.load(family), "accepted_options", None)
+    except Exception:  # noqa: BLE001 - unknown family: reported when the generator is created
+        return
+    if accepted is None:
+        return
+    for name in options:
+        if name in accepted:
+            continue
+        close = difflib.get_close_matches(str(name), sorted(accepted), n=1, cutoff=0.75)
+        hint = f"did you mean {close[0]!r}? " if close else ""
+        extra = "; other request fields go in extra_body" if "extra_body" in accepted else ""
+        raise ConfigError(
+            f"{where}: the {family} generator does not take option {name!r} ({hint}it takes: "
+            f"{', '.join(sorted(accepted))}{extra})"
+        )
 
 
 # -- files ------------------------------------------------------------------------------------------
@@ -267,6 +297,8 @@ def load_config(path: str | Path) -> dict[str, Any]:
             raise ConfigError(f"{file}: probe_options.{name} must be a mapping of options")
     if "lve" in values:
         values["lve"] = [str((file.parent / p).resolve()) for p in values["lve"]]
+    if values.get("generator"):
+        values["_source"] = str(file)  # names the file in build_scan_config's messages
     return values
 
 
@@ -300,8 +332,14 @@ def build_scan_config(
     merged = {**file_values, **{k: v for k, v in cli_values.items() if v is not None}}
     model = merged.get("model") or "smollm2"
     seed = merged.get("seed", 0)
-    generator = dict(file_values.get("generator") or {})
-    generator.update({k: v for k, v in cli_generator.items() if v is not None})
+    from_file = dict(file_values.get("generator") or {})
+    from_cli = {k: v for k, v in cli_generator.items() if v is not None}
+    check_family_options(model, {k: v for k, v in from_file.items() if k not in from_cli},
+                         f"{file_values.get('_source', 'configuration file')}: generator")
+    for name, value in from_cli.items():  # name the flag the option came from
+        flag = f"--{name.replace('_', '-')}" if name in _GENERATOR_FLAGS else "--gen-opt"
+        check_family_options(model, {name: value}, flag)
+    generator = {**from_file, **from_cli}
     family = model.split(":")[0]
     if family in ("smollm2", "hf", "llamacpp") and "seed" not in generator:
         generator["seed"] = seed

@@ -337,6 +337,7 @@ async def scan(
     if generator is None:
         generator = get_generator(config.model, **config.generator_options)
     try:
+        generator.preflight()  # a missing file or package: stop before a run is created
         if progress:
             progress("loading", 0, 0)
         if not (config.cache and generator.local):

@@ -13,8 +13,9 @@ from rich.console import Console
 
 __all__ = ["UserError", "out_console", "err_console", "run_scan", "print_summary", "report_exception"]
 
-out_console = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
-err_console = Console(stderr=True, highlight=False, soft_wrap=True)
+# emoji=False: a spec such as "rest:x:" or "ollama:smile:latest" must print as written.
+out_console = Console(highlight=False, emoji=False, width=None if sys.stdout.isatty() else 160)
+err_console = Console(stderr=True, highlight=False, emoji=False, soft_wrap=True)
 
 
 class UserError(Exception):

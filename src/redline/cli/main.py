@@ -66,7 +66,7 @@ def scan(
     dataset: Optional[str] = typer.Option(None, "--dataset", help="Prompts from a CSV/TSV/JSONL/JSON/Parquet file, a saved Hugging Face dataset folder, or hf:NAME[:SPLIT]; run by dataset.Prompts (the default then) and wrapped by jailbreak.* probes."),
     dataset_column: Optional[list[str]] = typer.Option(None, "--dataset-column", help="Map a field to a dataset column as FIELD=COLUMN (repeatable): prompt (default column 'prompt'), target, category, system."),
     detector_opt: Optional[list[str]] = typer.Option(None, "--detector-opt", help="A detector option as DETECTOR.KEY=VALUE (repeatable), e.g. toxicity.Classifier.model=PATH."),
-    skip_unavailable: bool = typer.Option(False, "--skip-unavailable", help="Report probes whose detector cannot load (e.g. a missing classifier) as 'not measured' instead of stopping."),
+    skip_unavailable: bool = typer.Option(False, "--skip-unavailable", help="Report probes whose detector cannot load (e.g. a missing classifier) as 'not measured' instead of stopping (on by default with --probes all)."),
 ) -> None:
     """Scan a model with probes and store every attempt."""
     from redline.config import build_scan_config, load_config, parse_gen_opts
@@ -108,7 +108,10 @@ def scan(
         from redline.datasets import parse_columns
 
         config.detector_options = parse_detector_options(detector_opt or [])
-        config.skip_unavailable = skip_unavailable
+        # A sweep of every probe (--probes all) should not stop on one optional model that is not
+        # on this machine: those probes are reported as 'not measured', with the reason.
+        selection = [p.strip() for p in (config.probes or "").split(",")]
+        config.skip_unavailable = skip_unavailable or config.skip_unavailable or "all" in selection
         if dataset_column and dataset is None:
             raise UserError("--dataset-column needs --dataset FILE")
         if dataset is not None:
@@ -174,6 +177,9 @@ def main(argv: list[str] | None = None) -> None:
     """Entry point of the ``redline`` console script."""
     import click
 
+    # Libraries we load (transformers' GGUF conversion, classifier pipelines) draw their own tqdm
+    # bars; the CLI shows one progress bar of its own. tqdm reads this when it is first imported.
+    os.environ.setdefault("TQDM_DISABLE", "1")
     command = typer.main.get_command(app)
     args = sys.argv[1:] if argv is None else argv
     try:

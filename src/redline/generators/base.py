@@ -42,6 +42,10 @@ class Generator(ABC):
     #: True when the generator runs in this process (local weights): the harness then relies on
     #: the generator's own batching rather than on many concurrent requests.
     local: ClassVar[bool] = False
+    #: The options this family reads, or ``None`` (the default, for third-party families): any.
+    #: A scan configuration that gives a built-in family an option outside this set is refused
+    #: with one line (:func:`redline.config.check_family_options`) instead of being ignored.
+    accepted_options: ClassVar[frozenset[str] | None] = None
 
     def __init__(self, model: str = "", **options: Any) -> None:
         self.model = model
@@ -55,6 +59,11 @@ class Generator(ABC):
     def settings(self) -> dict:
         """Settings worth recording with a run. Never includes secrets."""
         return {k: v for k, v in self.options.items() if "key" not in k.lower() and v is not None}
+
+    def preflight(self) -> None:
+        """Cheap checks that need no model and no network (a file exists, an optional package is
+        installed, a device name makes sense), made before a run is created so that a generator
+        that cannot work leaves no empty run behind. Raises :class:`GeneratorUnavailable`."""
 
     async def start(self) -> None:
         """Prepare the generator (load weights, check the endpoint). Idempotent."""

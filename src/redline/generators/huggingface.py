@@ -22,6 +22,7 @@ from typing import Any
 
 from redline.attempt import Conversation, Message
 from redline.generators.base import Generator, GeneratorError, GeneratorUnavailable
+from redline.generators.openai import _number
 
 __all__ = ["TransformersGenerator", "SmolLM2Generator", "smollm2_gguf_path"]
 
@@ -72,20 +73,24 @@ class TransformersGenerator(Generator):
     family = "hf"
     description = "a local Hugging Face transformers model (hub id or path), batched"
     local = True
+    accepted_options = frozenset({
+        "max_tokens", "temperature", "top_p", "batch_size", "device", "batch_wait", "seed", "gguf_file",
+        "system_prompt",
+    })
 
     def __init__(self, model: str = "", **options: Any) -> None:
         super().__init__(model, **options)
-        self.max_tokens = int(options.get("max_tokens", 150))
-        self.temperature = float(options.get("temperature", 0.7))
-        self.top_p = float(options.get("top_p", 0.95))
-        self.batch_size = max(1, int(options.get("batch_size", 32)))
+        self.max_tokens = _number(options, "max_tokens", 150, int, 1)
+        self.temperature = _number(options, "temperature", 0.7, float, 0)
+        self.top_p = _number(options, "top_p", 0.95, float, 0)
+        self.batch_size = _number(options, "batch_size", 32, int, 1)
         self.device = str(options.get("device", "cpu"))
         if not _DEVICE.match(self.device):
             raise GeneratorUnavailable(
                 f"{self.family}: device must be cpu, cuda, cuda:N, mps or auto, not {self.device!r}"
             )
-        self.batch_wait = float(options.get("batch_wait", 0.05))
-        self.seed = int(options.get("seed", 0))
+        self.batch_wait = _number(options, "batch_wait", 0.05, float, 0)
+        self.seed = _number(options, "seed", 0, int)
         self.system_prompt: str | None = options.get("system_prompt")
         self._model: Any = None
         self._tokenizer: Any = None
@@ -101,10 +106,33 @@ class TransformersGenerator(Generator):
         if not self.model:
             raise GeneratorUnavailable("the hf generator needs a model: hf:MODEL_ID_OR_PATH")
         gguf = self.options.get("gguf_file")
-        path = Path(self.model)
+        path = Path(self.model).expanduser()
         if path.suffix == ".gguf" and path.is_file():
             return str(path.parent), path.name
+        if path.exists():
+            return str(path), gguf
+        if path.is_absolute() or self.model.startswith((".", "~")) or path.suffix == ".gguf":
+            raise GeneratorUnavailable(f"hf: no model at {self.model} (no such file or folder)")
         return self.model, gguf
+
+    def preflight(self) -> None:
+        """The model path (a hub id is only checked when loading), the packages and the device."""
+        import importlib.util
+
+        source, gguf = self._source()
+        for package in ("torch", "transformers"):
+            if importlib.util.find_spec(package) is None:
+                raise GeneratorUnavailable(
+                    f"local models need torch and transformers ({package} is missing): pip install 'redline[local]'"
+                )
+        if gguf and importlib.util.find_spec("gguf") is None:
+            raise GeneratorUnavailable("reading a GGUF file with transformers needs the gguf package: pip install gguf")
+        if gguf and Path(source).is_dir() and not (Path(source) / gguf).is_file():
+            raise GeneratorUnavailable(f"hf: no GGUF file {gguf} in {source}")
+        if self.device not in ("cpu", "auto"):
+            import torch
+
+            self.resolve_device(torch)
 
     def _load(self) -> None:
         source, gguf = self._source()

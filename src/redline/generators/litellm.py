@@ -4,9 +4,10 @@
 
 LiteLLM reads each provider's key from that provider's usual environment variable; ``api_key_env``
 names another variable to pass as the key, ``base_url`` becomes LiteLLM's ``api_base``. Options
-``max_tokens``, ``temperature``, ``top_p``, ``extra_body`` (extra keyword arguments for
-``litellm.acompletion``) and the transport options of the OpenAI generator (``timeout``,
-``max_retries``, ``backoff_base``, ``backoff_cap``, ``rpm``, ``tpm``, ``concurrency``). Retries are
+``max_tokens``, ``temperature``, ``top_p``, ``stop``, ``seed``, ``presence_penalty``,
+``frequency_penalty``, ``extra_body`` (extra keyword arguments for ``litellm.acompletion``) and
+the transport options of the OpenAI generator (``timeout``, ``max_retries``, ``backoff_base``,
+``backoff_cap``, ``max_retry_after``, ``rpm``, ``tpm``, ``concurrency``). Retries are
 redline's own (LiteLLM's are turned off) so every backend handles faults the same way.
 """
 
@@ -41,6 +42,11 @@ class LiteLLMGenerator(Generator):
 
     family = "litellm"
     description = "hosted providers through LiteLLM (needs the optional extra: litellm)"
+    PASSTHROUGH = ("stop", "seed", "presence_penalty", "frequency_penalty")
+    accepted_options = frozenset({
+        "base_url", "api_key_env", "max_tokens", "temperature", "top_p", "timeout", "max_retries",
+        "backoff_base", "backoff_cap", "max_retry_after", "concurrency", "rpm", "tpm", "extra_body", *PASSTHROUGH,
+    })
 
     def __init__(self, model: str = "", **options: Any) -> None:
         super().__init__(model, **options)
@@ -53,6 +59,7 @@ class LiteLLMGenerator(Generator):
         self.max_retries = _number(options, "max_retries", 4, int, 0)
         self.backoff_base = _number(options, "backoff_base", 0.5, float, 0)
         self.backoff_cap = _number(options, "backoff_cap", 30.0, float, 0)
+        self.max_retry_after = _number(options, "max_retry_after", 120.0, float, 0)
         self.concurrency = _number(options, "concurrency", None, int, 1)
         self.limiter = RateLimiter(_number(options, "rpm", None, float, 0.001), _number(options, "tpm", None, float, 0.001))
         extra = options.get("extra_body") or {}
@@ -75,6 +82,11 @@ class LiteLLMGenerator(Generator):
             raise GeneratorUnavailable("litellm is not installed: pip install 'redline[litellm]'") from None
         self._litellm = litellm
 
+    def _redact(self, text: str) -> str:
+        """``text`` without the key redline passes (provider errors may quote it)."""
+        key = (os.environ.get(self.api_key_env) or "").strip() if self.api_key_env else ""
+        return text.replace(key, "***") if len(key) >= 4 else text
+
     def _kwargs(self, conversation: Conversation, n: int) -> dict[str, Any]:
         kwargs: dict[str, Any] = {
             "model": self.model,
@@ -88,10 +100,13 @@ class LiteLLMGenerator(Generator):
             value = getattr(self, name)
             if value is not None:
                 kwargs[name] = value
+        for name in self.PASSTHROUGH:
+            if self.options.get(name) is not None:
+                kwargs[name] = self.options[name]
         if self.base_url:
             kwargs["api_base"] = self.base_url
         if self.api_key_env:
-            kwargs["api_key"] = os.environ.get(self.api_key_env)
+            kwargs["api_key"] = (os.environ.get(self.api_key_env) or "").strip()
         kwargs.update(self.extra)
         return kwargs
 
@@ -115,7 +130,7 @@ class LiteLLMGenerator(Generator):
             except Exception as exc:  # LiteLLM raises its own (OpenAI-style) exception classes
                 kind = type(exc).__name__
                 status = getattr(exc, "status_code", None)
-                text = str(exc).strip().splitlines()[0] if str(exc).strip() else kind
+                text = self._redact(str(exc).strip().splitlines()[0] if str(exc).strip() else kind)
                 if kind in _FATAL or status in (401, 403, 404):
                     reason = _FATAL.get(kind, f"answered HTTP {status}")
                     raise GeneratorUnavailable(f"litellm: {self.model} {reason}: {text[:200]}") from None
@@ -125,6 +140,8 @@ class LiteLLMGenerator(Generator):
                 headers = _field(getattr(exc, "response", None), "headers")
                 if headers is not None and hasattr(headers, "get"):
                     wait = parse_retry_after(headers)
+                    if wait is not None:
+                        wait = min(wait, self.max_retry_after)
                     if wait is not None and (kind == "RateLimitError" or status == 429):
                         self.limiter.pause(wait)
             else:
@@ -170,5 +187,6 @@ class LiteLLMGenerator(Generator):
             "rpm": self.limiter.rpm,
             "tpm": self.limiter.tpm,
             "extra_body": self.extra or None,
+            **{name: self.options[name] for name in self.PASSTHROUGH if self.options.get(name) is not None},
         }
         return {k: v for k, v in values.items() if v is not None}

@@ -24,6 +24,11 @@ from redline.generators.openai import _number
 
 __all__ = ["LlamaCppGenerator"]
 
+_MISSING = (
+    "llama-cpp-python is not installed: pip install 'redline[llamacpp]' "
+    "(or use hf:PATH.gguf, which reads GGUF files with transformers)"
+)
+
 
 class LlamaCppGenerator(Generator):
     """A local GGUF model through llama-cpp-python."""
@@ -31,6 +36,9 @@ class LlamaCppGenerator(Generator):
     family = "llamacpp"
     description = "a local GGUF file through llama.cpp (needs the optional extra: llamacpp)"
     local = True
+    accepted_options = frozenset({
+        "max_tokens", "temperature", "top_p", "seed", "n_ctx", "n_threads", "n_gpu_layers", "chat_format",
+    })
 
     def __init__(self, model: str = "", **options: Any) -> None:
         super().__init__(model, **options)
@@ -55,15 +63,26 @@ class LlamaCppGenerator(Generator):
             raise GeneratorUnavailable(f"llamacpp: no GGUF file at {self.model}")
         return path
 
+    def preflight(self) -> None:
+        """The package first (the install command is the fix that matters most), then the file;
+        neither is imported nor read here."""
+        import importlib.util
+        import sys
+
+        try:
+            found = sys.modules.get("llama_cpp") is not None or importlib.util.find_spec("llama_cpp") is not None
+        except (ImportError, ValueError):
+            found = False
+        if not found:
+            raise GeneratorUnavailable(_MISSING)
+        self._path()
+
     def _load(self) -> Any:
         path = self._path()
         try:
             from llama_cpp import Llama
         except ImportError:
-            raise GeneratorUnavailable(
-                "llama-cpp-python is not installed: pip install 'redline[llamacpp]' "
-                "(or use hf:PATH.gguf, which reads GGUF files with transformers)"
-            ) from None
+            raise GeneratorUnavailable(_MISSING) from None
         kwargs: dict[str, Any] = {
             "model_path": str(path),
             "n_ctx": self.n_ctx,

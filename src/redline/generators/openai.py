@@ -8,6 +8,9 @@ Options (all generators built on :class:`HTTPGenerator`):
 
 * ``base_url`` (default ``https://api.openai.com/v1``), ``api_key_env`` (the environment variable
   holding the key, default ``OPENAI_API_KEY``);
+* ``headers`` (a mapping sent with every request; ``${VAR}`` in a value is replaced by that
+  environment variable when the generator starts — a missing one is an error — e.g.
+  ``api-key: ${AZURE_KEY}``; the store records the ``${VAR}`` form only);
 * ``max_tokens``, ``temperature``, ``top_p``, ``stop``, ``seed``, ``presence_penalty``,
   ``frequency_penalty``; ``extra_body`` (a dict merged into every request body);
 * ``timeout`` (seconds per request, default 60), ``max_retries`` (default 4), ``backoff_base``
@@ -103,6 +106,11 @@ def render_plain(conversation: Conversation) -> str:
     return "\n\n".join(parts) + "\n\nAssistant:"
 
 
+def _header_safe(value: str) -> bool:
+    """True when ``value`` can be sent as an HTTP header value (visible ASCII, spaces, tabs)."""
+    return all(ch == "\t" or 32 <= ord(ch) < 127 for ch in value)
+
+
 def _number(options: dict, name: str, default: float | None, kind: type = float, minimum: float | None = None) -> Any:
     value = options.get(name, default)
     if value is None:
@@ -130,6 +138,10 @@ class HTTPGenerator(Generator):
     key_required_for_default: ClassVar[bool] = False
     #: A path answered by a GET to check that the endpoint is there (``None``: no check).
     probe_path: ClassVar[str | None] = "/models"
+    accepted_options: ClassVar[frozenset[str] | None] = frozenset({
+        "base_url", "api_key_env", "max_tokens", "temperature", "top_p", "timeout", "max_retries",
+        "backoff_base", "backoff_cap", "max_retry_after", "concurrency", "rpm", "tpm", "headers",
+    })
 
     def __init__(self, model: str = "", **options: Any) -> None:
         super().__init__(model, **options)
@@ -148,6 +160,11 @@ class HTTPGenerator(Generator):
         rpm = _number(options, "rpm", None, float, 0.001)
         tpm = _number(options, "tpm", None, float, 0.001)
         self.limiter = RateLimiter(rpm, tpm)
+        headers = options.get("headers") or {}
+        if not isinstance(headers, dict):
+            raise GeneratorUnavailable(f"{self.family}: option headers must be a mapping of name to value")
+        #: Extra headers as given: ``${VAR}`` references are expanded when the client is created.
+        self.header_templates = {str(k): str(v) for k, v in headers.items()}
         self._client: Any = None
         self._semaphore = asyncio.Semaphore(self.concurrency) if self.concurrency else None
         self._start_lock: asyncio.Lock | None = None
@@ -157,12 +174,53 @@ class HTTPGenerator(Generator):
 
     # -- connection ------------------------------------------------------------------------------
     def _api_key(self) -> str | None:
-        return os.environ.get(self.api_key_env) if self.api_key_env else None
+        """The key from :attr:`api_key_env`, without surrounding whitespace (a key pasted or read
+        from a file often ends in a newline). A key with characters no HTTP header may hold is
+        refused here, naming the variable only: httpx would otherwise raise an error that quotes
+        the header, key included, into the attempt's recorded error."""
+        if not self.api_key_env:
+            return None
+        key = os.environ.get(self.api_key_env)
+        if key is None:
+            return None
+        key = key.strip()
+        if not _header_safe(key):
+            raise GeneratorUnavailable(
+                f"the API key in ${self.api_key_env} contains a line break or another character "
+                "an HTTP header cannot hold; set it to the bare key"
+            )
+        return key or None
+
+    def _secrets(self) -> list[str]:
+        """Secret values this generator sends (to be masked in any message it records): the key
+        and every environment variable a header refers to."""
+        import re
+
+        names = [self.api_key_env] if self.api_key_env else []
+        for value in self.header_templates.values():
+            names.extend(re.findall(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}", value))
+        found = [(os.environ.get(name) or "").strip() for name in names]
+        return [secret for secret in found if len(secret) >= 4]
+
+    def redact(self, text: str) -> str:
+        """``text`` with every secret this generator sends replaced by ``***``."""
+        for secret in self._secrets():
+            text = text.replace(secret, "***")
+        return text
 
     def _headers(self) -> dict[str, str]:
-        """Headers sent with every request (the key as a bearer token when there is one)."""
+        """Headers sent with every request: the key as a bearer token when there is one, then the
+        ``headers`` option with each ``${VAR}`` replaced by that environment variable."""
+        from redline.generators.rest import _ENV, expand_env
+
         key = self._api_key()
-        return {"Authorization": f"Bearer {key}"} if key else {}
+        headers = {"Authorization": f"Bearer {key}"} if key else {}
+        where = f"{self.name} header"
+        for name, value in self.header_templates.items():
+            headers[name] = expand_env(value, f"{where} {name}")
+            if not _header_safe(headers[name]) or not _header_safe(name):
+                raise GeneratorUnavailable(f"{where} {name}: holds a line break or a non-ASCII character")
+        return headers
 
     def _check_options(self) -> None:
         """Raise :class:`GeneratorUnavailable` for a configuration that cannot work."""
@@ -242,7 +300,23 @@ class HTTPGenerator(Generator):
         self, url: str, content: bytes, estimated_tokens: int = 0, method: str = "POST", as_text: bool = False
     ) -> Any:
         """Send ``content`` (JSON bytes) with ``method`` to ``url`` with retries; return the parsed
-        JSON of the answer, or its text when ``as_text``. Errors as for :meth:`post_json`."""
+        JSON of the answer, or its text when ``as_text``. Errors as for :meth:`post_json`; their
+        messages never hold a secret (an answer that echoes the key is masked)."""
+        import httpx
+
+        try:
+            return await self._send(url, content, estimated_tokens, method, as_text)
+        except (GeneratorError, GeneratorUnavailable) as exc:
+            message = self.redact(str(exc))
+            if message == str(exc):
+                raise
+            raise type(exc)(message) from None
+        except httpx.HTTPError as exc:  # e.g. LocalProtocolError, whose text quotes the headers
+            raise GeneratorError(
+                f"request to {url} failed: {type(exc).__name__}: {self.redact(str(exc))[:200]}"
+            ) from None
+
+    async def _send(self, url: str, content: bytes, estimated_tokens: int, method: str, as_text: bool) -> Any:
         import httpx
 
         await self.start()
@@ -327,6 +401,7 @@ class HTTPGenerator(Generator):
             "concurrency": self.concurrency,
             "rpm": self.limiter.rpm,
             "tpm": self.limiter.tpm,
+            "headers": self.header_templates or None,  # templates only: ${VAR}, never the values
         }
         return {k: v for k, v in values.items() if v is not None}
 
@@ -342,6 +417,7 @@ class OpenAIGenerator(HTTPGenerator):
     #: ``"chat"`` or ``"completions"``; the ``api`` option overrides it.
     default_api: ClassVar[str] = "chat"
     PASSTHROUGH: ClassVar[tuple[str, ...]] = ("stop", "seed", "presence_penalty", "frequency_penalty")
+    accepted_options = HTTPGenerator.accepted_options | {"api", "extra_body", *PASSTHROUGH}
 
     def __init__(self, model: str = "", **options: Any) -> None:
         super().__init__(model, **options)

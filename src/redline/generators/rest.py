@@ -31,7 +31,7 @@ from typing import Any
 
 from redline.attempt import Conversation, Message
 from redline.generators.base import GeneratorError, GeneratorUnavailable
-from redline.generators.openai import HTTPGenerator
+from redline.generators.openai import HTTPGenerator, _header_safe
 from redline.generators.ratelimit import estimate_tokens
 
 __all__ = ["RestGenerator", "parse_path", "extract", "render_body", "expand_env"]
@@ -97,13 +97,24 @@ def extract(data: Any, tokens: list[Any]) -> list[Any]:
 
 
 def expand_env(value: str, where: str) -> str:
-    """Replace each ``${VAR}`` in ``value`` by the environment variable ``VAR``."""
+    """Replace each ``${VAR}`` in ``value`` by the environment variable ``VAR`` (without the
+    whitespace around it: a secret read from a file often ends in a newline). A missing or empty
+    variable, or one holding a character no HTTP header may carry, raises
+    :class:`GeneratorUnavailable` naming the variable, never its value."""
 
     def replace(match: re.Match) -> str:
         name = match.group(1)
         if name not in os.environ:
             raise GeneratorUnavailable(f"{where} needs the environment variable {name}, which is not set")
-        return os.environ[name]
+        text = os.environ[name].strip()
+        if not text:
+            raise GeneratorUnavailable(f"{where} needs the environment variable {name}, which is empty")
+        if not _header_safe(text):
+            raise GeneratorUnavailable(
+                f"{where}: the environment variable {name} contains a line break or another character "
+                "an HTTP header cannot hold"
+            )
+        return text
 
     return _ENV.sub(replace, value)
 
@@ -141,6 +152,9 @@ class RestGenerator(HTTPGenerator):
     family = "rest"
     description = "any JSON HTTP endpoint: body template, ${ENV} headers, path to the text"
     probe_path = ""  # a GET on the URL itself: any HTTP answer proves someone is there
+    accepted_options = HTTPGenerator.accepted_options | {
+        "url", "method", "body", "headers", "response_path", "response_format"
+    }
 
     def __init__(self, model: str = "", **options: Any) -> None:
         url = options.get("url") or options.get("base_url") or ""
@@ -152,10 +166,6 @@ class RestGenerator(HTTPGenerator):
         self.body_template: Any = options.get("body", {"prompt": "{prompt}"})
         if not isinstance(self.body_template, (str, dict, list)):
             raise GeneratorUnavailable(f"rest:{model}: body must be JSON text or a mapping")
-        headers = options.get("headers") or {}
-        if not isinstance(headers, dict):
-            raise GeneratorUnavailable(f"rest:{model}: headers must be a mapping of name to value")
-        self.header_templates = {str(k): str(v) for k, v in headers.items()}
         self.response_format = str(options.get("response_format") or "json")
         if self.response_format not in ("json", "text"):
             raise GeneratorUnavailable(f"rest:{model}: response_format must be json or text")
@@ -184,11 +194,6 @@ class RestGenerator(HTTPGenerator):
         except ValueError as exc:
             raise GeneratorUnavailable(f"rest:{self.model}: the body template does not give valid JSON: {exc}") from None
 
-    def _headers(self) -> dict[str, str]:
-        headers = super()._headers()
-        for name, value in self.header_templates.items():
-            headers[name] = expand_env(value, f"rest:{self.model} header {name}")
-        return headers
 
     def _values(self, conversation: Conversation) -> dict[str, Any]:
         messages = conversation.to_openai()

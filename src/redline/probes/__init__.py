@@ -1,7 +1,8 @@
 """Probes, discovered by name (``family.Name``).
 
 ``resolve_probes("harmful,encoding.Base64")`` expands a comma-separated selection: a full name, a
-family (every active probe whose name starts with ``family.``), or ``all``. With no selection,
+family (every active probe whose name starts with ``family.``; a family with only inactive probes,
+such as ``dataset``, selects those), or ``all``. With no selection,
 :data:`DEFAULT_PROBES` is used, minus the probes whose class sets ``default_scan = False`` (the
 larger additions to those families), which keeps the default scan short. Third parties add
 probes through the ``redline.probes`` entry-point group.
@@ -91,6 +92,9 @@ def resolve_probes(selection: str | None) -> list[str]:
                 and getattr(probes.load(n), "active", True)
                 and (not default or getattr(probes.load(n), "default_scan", True))
             ]
+            if not matched:
+                # a family whose probes are all inactive (``dataset``) still names them explicitly
+                matched = [n for n in names if n.startswith(entry + ".") and not getattr(probes.load(n), "active", True)]
             if not matched:
                 families = sorted({n.split(".")[0] for n in names})
                 raise UnknownPluginError(
