@@ -6,15 +6,17 @@ from pathlib import Path
 
 import pytest
 
-SHARED = Path(__file__).resolve().parents[2] / "shared"
+from helpers.lve_repos import FIXTURE_LVES, LVE_SAMPLES
 
 
-@pytest.fixture
-def lve_samples() -> Path:
-    path = SHARED / "lve-samples"
-    if not path.is_dir():
-        pytest.skip("shared/lve-samples is not next to the repository")
-    return path
+@pytest.fixture(
+    params=[FIXTURE_LVES] + ([LVE_SAMPLES] if LVE_SAMPLES is not None else []),
+    ids=["fixture"] + (["lve-samples"] if LVE_SAMPLES is not None else []),
+)
+def lve_samples(request) -> Path:
+    """An LVE repository: our own ``tests/data/lves`` always, and the public LVE samples
+    (``REDLINE_LVE_SAMPLES`` or ``shared/lve-samples`` next to the checkout) when present."""
+    return request.param
 
 
 def build_tiny_classifier(folder: Path, labels: list[str], favour: int) -> Path:

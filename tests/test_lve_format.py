@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from helpers.lve_repos import FIXTURE_LVES, over_repos
 from redline.lve.errors import CustomCodeRefused, LVEFormatError
 from redline.lve.model import find_lves, load_lve, parse_instance
 from redline.lve.prompt import Role, placeholders, substitute
@@ -221,18 +222,55 @@ def test_find_lves(tmp_path):
         find_lves(tmp_path / "nope")
 
 
-def test_samples_load(lve_samples_dir):
-    names = sorted(load_lve(p, root=lve_samples_dir).name for p in find_lves(lve_samples_dir))
-    assert names[0] == "dummy/math/a_plus_b/openai--gpt-35-turbo" and len(names) == 6
-    monotonic = load_lve(lve_samples_dir / "reliability/consistency/monotonicity/openai--gpt-35-turbo")
-    assert monotonic.checker().answer_identifier_regex.pattern == "answer([0-9]+)"
-    plates = load_lve(lve_samples_dir / "dummy/strings/car_plates_regex/openai--gpt-35-turbo")
-    assert "[0-9]{1,6}$" in plates.checker().pattern.pattern  # {{1,6}} in test.json
+@pytest.mark.parametrize(
+    ("root", "count", "first", "monotonic", "identifier", "regex_lve", "fragment"),
+    over_repos(
+        (
+            8, "dummy/arithmetic/multiply/hf--smollm2-135m-instruct",
+            "reliability/consistency/boiling_point/openai--gpt-4o-mini", "temp([0-9]+)",
+            "security/secrets/live_api_key/openai--gpt-4o-mini", "[0-9A-Za-z]{24}",  # {{24}} in test.json
+        ),
+        (
+            6, "dummy/math/a_plus_b/openai--gpt-35-turbo",
+            "reliability/consistency/monotonicity/openai--gpt-35-turbo", "answer([0-9]+)",
+            "dummy/strings/car_plates_regex/openai--gpt-35-turbo", "[0-9]{1,6}$",  # {{1,6}} in test.json
+        ),
+    ),
+)
+def test_samples_load(root, count, first, monotonic, identifier, regex_lve, fragment):
+    names = sorted(load_lve(p, root=root).name for p in find_lves(root))
+    assert names[0] == first and len(names) == count
+    assert load_lve(root / monotonic).checker().answer_identifier_regex.pattern == identifier
+    assert fragment in load_lve(root / regex_lve).checker().pattern.pattern
 
 
-@pytest.fixture
-def lve_samples_dir() -> Path:
-    path = Path(__file__).resolve().parents[2] / "shared" / "lve-samples"
-    if not path.is_dir():
-        pytest.skip("shared/lve-samples is not next to the repository")
-    return path
+def test_every_lve_and_instance_of_the_repository_parses(lve_samples):
+    for test in find_lves(lve_samples):
+        lve = load_lve(test, root=lve_samples)
+        items = list(lve.instances())
+        assert items and not [i for i in items if isinstance(i, LVEFormatError)], lve.name
+        assert {i.passed for i in items} <= {True, False}
+
+
+def test_the_fixture_covers_the_format():
+    """tests/data/lves keeps every form the LVE tests rely on."""
+    lves = {load_lve(p, root=FIXTURE_LVES).name: load_lve(p, root=FIXTURE_LVES) for p in find_lves(FIXTURE_LVES)}
+    checkers = {lve.checker_name for lve in lves.values()}
+    assert {"LambdaChecker", "MultiRunLambdaChecker", "RegexChecker", "MonotonicityChecker", "PII_Checker", "NumberChecker", "ExactMatchChecker"} <= checkers
+    both = lves["dummy/arithmetic/multiply_both_orders/hf--smollm2-135m-instruct"]
+    assert [(r.name, r.repetitions) for r in both.multi_run_prompt] == [("x times y", 2), ("y times x", 1)]
+    boiling = lves["reliability/consistency/boiling_point/openai--gpt-4o-mini"]
+    assert '"prompt_file": "test.prompt"' in boiling.source
+    assert [m.variable for m in boiling.prompt if m.role == Role.assistant] == ["temp1", "temp2", "temp3", "temp4"]
+    custom = lves["reliability/format/word_budget/hf--smollm2-135m-instruct"]
+    assert custom.custom_checker_file() == custom.directory / "checker" / "checker.py"
+    with pytest.raises(CustomCodeRefused):
+        custom.checker()
+    assert type(custom.checker(trust_code=True)).custom is True
+    verdicts: dict[str, set[bool]] = {}
+    for name, lve in lves.items():
+        verdicts[name] = {i.passed for i in lve.instances()}
+    assert all(v == {True, False} for v in verdicts.values()), verdicts  # every LVE records both verdicts
+    pii = lves["privacy/pii_leakage/staff_directory/openai--gpt-4o-mini"]
+    stored = [i.response for i in pii.instances() if not i.passed]
+    assert stored and all("<EMAIL_ADDRESS>" in r or "<PHONE_NUMBER>" in r for r in stored)  # recorded redacted

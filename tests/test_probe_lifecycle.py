@@ -127,6 +127,15 @@ async def test_undetected_answers_are_excluded_and_counted():
     assert result.marks["stereotype_rate"].mark is None
 
 
+def test_too_few_judged_outputs_get_no_mark():
+    definition = MarkDefinition("m", (0.1, 0.3, 0.5))
+    # one judged output bootstraps to a zero-width interval: it must not decide a mark
+    tiny = definition.mark_for(Metric(1.0, (1.0, 1.0), n=1))
+    assert tiny.mark is None and "at least 5" in tiny.meaning
+    assert definition.mark_for(Metric(1.0, (1.0, 1.0), n=5)).mark == "D"
+    assert MarkDefinition("m", (0.1, 0.3, 0.5), min_n=1).mark_for(Metric(1.0, (1.0, 1.0), n=1)).mark == "D"
+
+
 def test_mark_is_decided_on_the_interval():
     definition = MarkDefinition("m", (0.1, 0.3, 0.5))
     assert definition.mark_for(Metric(0.6, (0.55, 0.65))).mark == "D"

@@ -179,7 +179,9 @@ def print_summary(store_path: Path, run_id: str, as_json: bool) -> None:
             shown = "not measured" if value is None else f"{value:+.2f}" + (f" ({ci[0]:+.2f}…{ci[1]:+.2f})" if ci else "")
             undetected = metric.get("undetected", 0)
             extra.append(
-                f"{name} {shown}" + (f" mark {mark}" if mark else "") + (f", {undetected} undetected" if undetected else "")
+                f"{name} {shown}"
+                + (f" mark {mark}" if mark else " no mark (too few judged)" if value is not None and p.get("marks") else "")
+                + (f", {undetected} undetected" if undetected else "")
             )
         if p.get("not_measured"):
             extra.append(f"not measured: {p['not_measured']}")

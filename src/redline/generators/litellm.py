@@ -19,8 +19,8 @@ from typing import Any
 
 from redline.attempt import Conversation, Message
 from redline.generators.base import Generator, GeneratorError, GeneratorUnavailable
-from redline.generators.openai import RETRY_STATUSES, _number, parse_retry_after, retry_delay
-from redline.generators.ratelimit import RateLimiter, estimate_tokens
+from redline.generators.openai import RETRY_STATUSES, parse_retry_after, read_transport_options, retry_delay
+from redline.generators.ratelimit import estimate_tokens
 
 __all__ = ["LiteLLMGenerator"]
 
@@ -52,16 +52,7 @@ class LiteLLMGenerator(Generator):
         super().__init__(model, **options)
         self.base_url = options.get("base_url")
         self.api_key_env = options.get("api_key_env")
-        self.max_tokens = _number(options, "max_tokens", None, int, 1)
-        self.temperature = _number(options, "temperature", None, float, 0)
-        self.top_p = _number(options, "top_p", None, float, 0)
-        self.timeout = _number(options, "timeout", 60.0, float, 0.001)
-        self.max_retries = _number(options, "max_retries", 4, int, 0)
-        self.backoff_base = _number(options, "backoff_base", 0.5, float, 0)
-        self.backoff_cap = _number(options, "backoff_cap", 30.0, float, 0)
-        self.max_retry_after = _number(options, "max_retry_after", 120.0, float, 0)
-        self.concurrency = _number(options, "concurrency", None, int, 1)
-        self.limiter = RateLimiter(_number(options, "rpm", None, float, 0.001), _number(options, "tpm", None, float, 0.001))
+        read_transport_options(self, options)
         extra = options.get("extra_body") or {}
         if not isinstance(extra, dict):
             raise GeneratorUnavailable("litellm: option extra_body must be a mapping")

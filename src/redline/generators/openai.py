@@ -124,6 +124,23 @@ def _number(options: dict, name: str, default: float | None, kind: type = float,
     return number
 
 
+def read_transport_options(target: Any, options: dict) -> None:
+    """Set the sampling and transport options every remote generator shares on ``target``:
+    ``max_tokens``, ``temperature``, ``top_p``, ``timeout``, ``max_retries``, ``backoff_base``,
+    ``backoff_cap``, ``max_retry_after``, ``concurrency`` and a :class:`RateLimiter` from ``rpm`` /
+    ``tpm``. A value of the wrong type or range raises :class:`GeneratorUnavailable`."""
+    target.max_tokens = _number(options, "max_tokens", None, int, 1)
+    target.temperature = _number(options, "temperature", None, float, 0)
+    target.top_p = _number(options, "top_p", None, float, 0)
+    target.timeout = _number(options, "timeout", 60.0, float, 0.001)
+    target.max_retries = _number(options, "max_retries", 4, int, 0)
+    target.backoff_base = _number(options, "backoff_base", 0.5, float, 0)
+    target.backoff_cap = _number(options, "backoff_cap", 30.0, float, 0)
+    target.max_retry_after = _number(options, "max_retry_after", 120.0, float, 0)
+    target.concurrency = _number(options, "concurrency", None, int, 1)
+    target.limiter = RateLimiter(_number(options, "rpm", None, float, 0.001), _number(options, "tpm", None, float, 0.001))
+
+
 class HTTPGenerator(Generator):
     """Base of the generators that call a model over HTTP: one pooled async client, retries with
     backoff and ``Retry-After``, a per-request timeout, optional rate limits and concurrency cap.
@@ -148,18 +165,7 @@ class HTTPGenerator(Generator):
         base_url = options.get("base_url") or self.default_base_url or ""
         self.base_url = str(base_url).rstrip("/")
         self.api_key_env = str(options.get("api_key_env") or self.default_key_env or "")
-        self.max_tokens = _number(options, "max_tokens", None, int, 1)
-        self.temperature = _number(options, "temperature", None, float, 0)
-        self.top_p = _number(options, "top_p", None, float, 0)
-        self.timeout = _number(options, "timeout", 60.0, float, 0.001)
-        self.max_retries = _number(options, "max_retries", 4, int, 0)
-        self.backoff_base = _number(options, "backoff_base", 0.5, float, 0)
-        self.backoff_cap = _number(options, "backoff_cap", 30.0, float, 0)
-        self.max_retry_after = _number(options, "max_retry_after", 120.0, float, 0)
-        self.concurrency = _number(options, "concurrency", None, int, 1)
-        rpm = _number(options, "rpm", None, float, 0.001)
-        tpm = _number(options, "tpm", None, float, 0.001)
-        self.limiter = RateLimiter(rpm, tpm)
+        read_transport_options(self, options)
         headers = options.get("headers") or {}
         if not isinstance(headers, dict):
             raise GeneratorUnavailable(f"{self.family}: option headers must be a mapping of name to value")

@@ -88,6 +88,19 @@ _SECRET_KEY = re.compile(r"(api[_-]?key|secret|passw(or)?d|authorization|bearer|
 _INSERT_ATTEMPT = "INSERT OR REPLACE INTO attempts VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
 
 
+def _attempt_filter(run_id: str, probe: str | None, errored: bool | None) -> tuple[str, list[Any]]:
+    """The WHERE clause (with its arguments) selecting a run's attempts, optionally of one probe
+    and only errored / only non-errored ones."""
+    where, args = "run_id = ?", [run_id]
+    if probe is not None:
+        where += " AND probe = ?"
+        args.append(probe)
+    if errored is not None:
+        where += " AND errored = ?"
+        args.append(1 if errored else 0)
+    return where, args
+
+
 class StoreError(RuntimeError):
     """The store file cannot be opened or is not a redline store."""
 
@@ -248,15 +261,8 @@ class Store:
 
     def count_attempts(self, run_id: str, probe: str | None = None, errored: bool | None = None) -> int:
         """How many attempts :meth:`iter_attempts` with the same arguments yields."""
-        query = "SELECT COUNT(*) FROM attempts WHERE run_id = ?"
-        args: list[Any] = [run_id]
-        if probe is not None:
-            query += " AND probe = ?"
-            args.append(probe)
-        if errored is not None:
-            query += " AND errored = ?"
-            args.append(1 if errored else 0)
-        return int(self._db.execute(query, args).fetchone()[0])
+        where, args = _attempt_filter(run_id, probe, errored)
+        return int(self._db.execute(f"SELECT COUNT(*) FROM attempts WHERE {where}", args).fetchone()[0])
 
     def finished_seqs(self, run_id: str, probe: str, include_errors: bool = True) -> set[int]:
         """Sequence numbers of the attempts of ``probe`` already stored (errored ones unless
@@ -274,16 +280,8 @@ class Store:
     def iter_attempt_dicts(
         self, run_id: str, probe: str | None = None, errored: bool | None = None
     ) -> Iterator[dict]:
-        query = "SELECT data FROM attempts WHERE run_id = ?"
-        args: list[Any] = [run_id]
-        if probe is not None:
-            query += " AND probe = ?"
-            args.append(probe)
-        if errored is not None:
-            query += " AND errored = ?"
-            args.append(1 if errored else 0)
-        query += " ORDER BY probe, seq"
-        for (data,) in self._db.execute(query, args):
+        where, args = _attempt_filter(run_id, probe, errored)
+        for (data,) in self._db.execute(f"SELECT data FROM attempts WHERE {where} ORDER BY probe, seq", args):
             yield json.loads(data)
 
     def attempt_counts(self, run_id: str) -> dict[str, dict[str, int]]:
