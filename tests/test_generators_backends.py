@@ -184,3 +184,16 @@ def test_hf_device_choice():
         device("mps", fake_torch())
     with pytest.raises(GeneratorUnavailable, match="device must be cpu, cuda"):
         get_generator("hf:some/model", device="gpu")
+
+
+def test_hf_hub_id_offline_fails_at_once_with_one_line(monkeypatch):
+    import redline.hub
+    from redline.generators import GeneratorUnavailable, get_generator
+
+    gen = get_generator("hf:someorg/not-cached-model")
+    monkeypatch.setattr(redline.hub, "hub_reachable", lambda timeout=1.5: False)
+    with pytest.raises(GeneratorUnavailable, match="hub cannot be reached"):
+        gen.preflight()
+    # with the hub reachable, a hub id passes the preflight (it is downloaded when loading)
+    monkeypatch.setattr(redline.hub, "hub_reachable", lambda timeout=1.5: True)
+    gen.preflight()

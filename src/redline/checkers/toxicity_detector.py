@@ -12,42 +12,16 @@ about a second), so an offline machine gets the one-line :class:`DetectorUnavail
 from __future__ import annotations
 
 import os
-import socket
 from typing import Any, Sequence
 
 from redline.attempt import Attempt
 from redline.checkers.detector import Detector, DetectorUnavailable
+from redline.hub import hub_reachable, in_hf_cache
 
 __all__ = ["DEFAULT_TOXICITY_MODEL", "ToxicityClassifier", "hub_reachable", "in_hf_cache"]
 
 DEFAULT_TOXICITY_MODEL = "s-nlp/roberta_toxicity_classifier"
 ENV_VAR = "REDLINE_TOXICITY_MODEL"
-
-
-def in_hf_cache(model_id: str) -> bool:
-    """Whether ``model_id``'s config is in the local Hugging Face cache."""
-    try:
-        from huggingface_hub import try_to_load_from_cache
-    except ImportError:
-        return False
-    try:
-        found = try_to_load_from_cache(model_id, "config.json")
-    except Exception:  # noqa: BLE001 - an invalid repo id
-        return False
-    return isinstance(found, str)
-
-
-def hub_reachable(timeout: float = 1.5) -> bool:
-    """Whether the Hugging Face hub answers a TCP connection (never when offline mode is set)."""
-    if os.environ.get("HF_HUB_OFFLINE") or os.environ.get("TRANSFORMERS_OFFLINE"):
-        return False
-    endpoint = os.environ.get("HF_ENDPOINT", "https://huggingface.co")
-    host = endpoint.split("//", 1)[-1].split("/", 1)[0].split(":", 1)[0]
-    try:
-        with socket.create_connection((host, 443), timeout=timeout):
-            return True
-    except OSError:
-        return False
 
 
 class ToxicityClassifier(Detector):

@@ -129,6 +129,14 @@ class TransformersGenerator(Generator):
             raise GeneratorUnavailable("reading a GGUF file with transformers needs the gguf package: pip install gguf")
         if gguf and Path(source).is_dir() and not (Path(source) / gguf).is_file():
             raise GeneratorUnavailable(f"hf: no GGUF file {gguf} in {source}")
+        if not Path(source).exists():
+            from redline.hub import hub_reachable, in_hf_cache
+
+            if not in_hf_cache(source) and not hub_reachable():
+                raise GeneratorUnavailable(
+                    f"hf: model {source!r} is not on disk or in the Hugging Face cache, and the hub cannot be "
+                    "reached; give a local folder (hf:PATH) or connect"
+                )
         if self.device not in ("cpu", "auto"):
             import torch
 
