@@ -128,3 +128,13 @@ def test_api_key_is_never_stored(tmp_path):
     assert secret not in proc.stderr + proc.stdout
     if db.exists():
         assert secret.encode() not in db.read_bytes()
+
+
+def test_local_model_paths_are_stored_absolute(tmp_path, monkeypatch):
+    from redline.cli.main import _absolute_model_path
+
+    (tmp_path / "tiny").mkdir()
+    monkeypatch.chdir(tmp_path)
+    assert _absolute_model_path("hf:./tiny") == f"hf:{tmp_path / 'tiny'}"
+    assert _absolute_model_path("hf:org/model") == "hf:org/model"  # a hub id
+    assert _absolute_model_path("openai:./tiny") == "openai:./tiny"  # not a local family

@@ -101,6 +101,7 @@ def scan(
             **parse_gen_opts(gen_opt or []),
         }
         config = build_scan_config(file_values, cli_values, cli_generator)
+        config.model = _absolute_model_path(config.model)
         config.converters, config.converter_model = converters, converter_model
         config.strategy, config.attacker_model, config.judge_model = strategy, attacker_model, judge_model
         config.max_turns = max_turns
@@ -171,6 +172,17 @@ def _mount_optional() -> None:
 
 
 _mount_optional()
+
+
+def _absolute_model_path(spec: str) -> str:
+    """``hf:./tiny`` → ``hf:/abs/tiny`` for a local model folder or file, so that the stored run
+    can be resumed from any working directory. Hub ids and remote models are left alone."""
+    family, sep, rest = spec.partition(":")
+    if sep and family in ("hf", "llamacpp") and rest:
+        path = Path(rest).expanduser()
+        if path.exists():
+            return f"{family}:{path.resolve()}"
+    return spec
 
 
 def main(argv: list[str] | None = None) -> None:
