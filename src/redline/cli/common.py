@@ -111,7 +111,11 @@ def run_scan(config: Any, store_path: Path, *, resume: str | None, retry_errors:
             if not progress.disable:
                 return
             if not quiet:
-                err_console.print(f"scanning: {total - done} attempts to run ({done} of {total} already stored)")
+                if state.get("announced"):  # a probe that cannot be measured left the total
+                    err_console.print(f"scanning: {total - done} attempts to run after leaving out probes not measured")
+                else:
+                    err_console.print(f"scanning: {total - done} attempts to run ({done} of {total} already stored)")
+                state["announced"] = True
         elif event == "advance":
             progress.advance(state["task"])
 
