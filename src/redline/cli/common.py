@@ -187,6 +187,8 @@ def print_summary(store_path: Path, run_id: str, as_json: bool) -> None:
                 + (f" mark {mark}" if mark else " no mark (too few judged)" if value is not None and p.get("marks") else "")
                 + (f", {undetected} undetected" if undetected else "")
             )
+        if p.get("undetected") and not p.get("metrics"):
+            extra.append(f"{p['undetected']} outputs without a verdict (undetected)")
         if p.get("not_measured"):
             extra.append(f"not measured: {p['not_measured']}")
         is_bias = p.get("failure_rate") is None and p.get("metrics")
