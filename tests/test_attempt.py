@@ -184,7 +184,9 @@ def test_conversation_from_openai_and_last_message():
     assert conv.notes == {"src": "x"}
     with pytest.raises(AttemptError):
         Conversation([Turn("user", Message("x"))]).last_message("assistant")
-    assert conv.to_openai()[1] == {"role": "user", "content": "u1"}
+    assert Conversation(conv.turns[:3]).to_openai()[1] == {"role": "user", "content": "u1"}
+    with pytest.raises(AttemptError, match="takes text only"):  # the image is not dropped silently
+        conv.to_openai()
 
 
 def test_conversation_from_openai_rejects_garbage():

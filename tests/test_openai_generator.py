@@ -82,3 +82,35 @@ def test_cli_scan_against_a_local_openai_compatible_server(tmp_path):
     bomb_prompts = sum(1 for r in server.requests if "bomb" in r["messages"][-1]["content"])
     assert entry["attempts"] == 24 and entry["failed"] == 24 - bomb_prompts
     assert entry["failure_rate"] == pytest.approx((24 - bomb_prompts) / 24, abs=1e-6)
+
+
+async def test_images_are_sent_as_content_parts_and_text_only_models_refuse_them(tmp_path):
+    import base64
+
+    png = tmp_path / "cat.png"
+    png.write_bytes(b"\x89PNG\r\n\x1a\nfake")
+    conversation = Conversation([
+        Turn("user", Message("What is in the picture?", data_path=str(png))),
+        Turn("assistant", Message("A cat.")),
+        Turn("user", Message("And here?", data_path="https://example.org/dog.jpg")),
+    ])
+    with MockOpenAI(responder=lambda msgs, body: "seen") as server:
+        gen = get_generator("openai:vision", base_url=server.base_url)
+        (output,) = await gen.generate(conversation, 1)
+        await gen.aclose()
+    assert output.text == "seen"
+    first, answer, last = server.requests[0]["messages"]
+    assert first["content"] == [
+        {"type": "text", "text": "What is in the picture?"},
+        {"type": "image_url", "image_url": {"url": "data:image/png;base64," + base64.b64encode(png.read_bytes()).decode()}},
+    ]
+    assert answer == {"role": "assistant", "content": "A cat."}
+    assert last["content"][1] == {"type": "image_url", "image_url": {"url": "https://example.org/dog.jpg"}}
+
+    # a text-only backend must not silently drop the image
+    from redline.attempt import AttemptError
+
+    with pytest.raises(AttemptError, match="takes text only"):
+        conversation.to_openai()
+    with pytest.raises(AttemptError, match="not an image"):
+        Conversation([Turn("user", Message("read", data_path=str(tmp_path / "notes.txt")))]).to_openai(attachments=True)

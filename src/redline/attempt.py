@@ -19,6 +19,7 @@ Access and setting rules of :class:`Attempt`:
 
 from __future__ import annotations
 
+import base64
 import copy
 import hashlib
 import mimetypes
@@ -232,9 +233,41 @@ class Conversation:
             turns.append(Turn(role=msg["role"], content=message))
         return cls(turns=turns, notes=dict(notes or {}))
 
-    def to_openai(self) -> list[dict]:
-        """OpenAI chat messages for this conversation (text only)."""
-        return [{"role": t.role, "content": t.content.text or ""} for t in self.turns]
+    def to_openai(self, attachments: bool = False) -> list[dict]:
+        """OpenAI chat messages for this conversation.
+
+        With ``attachments=False`` (a text-only model) a message that carries an attachment raises
+        :class:`AttemptError`: sending its text alone would measure something else. With
+        ``attachments=True`` an image attachment becomes an ``image_url`` content part after the
+        text part: an ``http(s)://`` or ``data:`` URL as it is, a local file as a base64 ``data:``
+        URL. Other attachment types raise :class:`AttemptError`.
+        """
+        messages = []
+        for turn in self.turns:
+            message = turn.content
+            if message.data_path is None:
+                messages.append({"role": turn.role, "content": message.text or ""})
+                continue
+            if not attachments:
+                raise AttemptError(
+                    f"this model takes text only, but a {turn.role} message has the attachment "
+                    f"{message.data_path}; use a multimodal chat model (e.g. openai:MODEL)"
+                )
+            parts: list[dict] = [{"type": "text", "text": message.text}] if message.text else []
+            parts.append({"type": "image_url", "image_url": {"url": _image_url(message)}})
+            messages.append({"role": turn.role, "content": parts})
+        return messages
+
+
+def _image_url(message: Message) -> str:
+    """The URL a chat API receives for ``message``'s image attachment (see ``to_openai``)."""
+    path = str(message.data_path)
+    if path.startswith(("http://", "https://", "data:")):
+        return path
+    mime = (message.data_type or (None, None))[0] or ""
+    if not mime.startswith("image/"):
+        raise AttemptError(f"attachment {path} is not an image ({mime or 'unknown type'}); chat models take images only")
+    return f"data:{mime};base64,{base64.b64encode(message.data).decode('ascii')}"
 
 
 def _as_conversation(value: Conversation | Message | str) -> Conversation:

@@ -81,7 +81,7 @@ class LiteLLMGenerator(Generator):
     def _kwargs(self, conversation: Conversation, n: int) -> dict[str, Any]:
         kwargs: dict[str, Any] = {
             "model": self.model,
-            "messages": conversation.to_openai(),
+            "messages": conversation.to_openai(attachments=True),
             "timeout": self.timeout,
             "num_retries": 0,
         }

@@ -443,7 +443,7 @@ class OpenAIGenerator(HTTPGenerator):
     def _body(self, conversation: Conversation, n: int) -> dict:
         body: dict[str, Any] = {"model": self.model}
         if self.api == "chat":
-            body["messages"] = conversation.to_openai()
+            body["messages"] = conversation.to_openai(attachments=True)
         else:
             body["prompt"] = render_plain(conversation)
         if n > 1:
