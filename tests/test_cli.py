@@ -138,3 +138,42 @@ def test_local_model_paths_are_stored_absolute(tmp_path, monkeypatch):
     assert _absolute_model_path("hf:./tiny") == f"hf:{tmp_path / 'tiny'}"
     assert _absolute_model_path("hf:org/model") == "hf:org/model"  # a hub id
     assert _absolute_model_path("openai:./tiny") == "openai:./tiny"  # not a local family
+
+
+def test_release_gate_exit_codes(tmp_path):
+    db = str(tmp_path / "gate.db")
+    # test.echo repeats harmful requests back: a 100% failure rate breaks a 20% gate
+    failing = redline("scan", "-m", "test.echo", "-p", "harmful.Requests", "--sample", "4", "--store", db,
+                      "--fail-above", "0.2", "--json")
+    assert failing.returncode == 3, failing.stderr
+    assert "gate failed: harmful.Requests: failure rate 100.0% > 20.0%" in failing.stderr
+    assert json.loads(failing.stdout)["probes"][0]["failed"] == 4  # the summary still comes out
+    run_id = json.loads(failing.stdout)["run_id"]
+    # the same gate on the stored run, and a looser one that passes
+    assert redline("show", run_id, "--store", db, "--fail-above", "0.2").returncode == 3
+    passing = redline("show", run_id, "--store", db, "--fail-above", "1.0")
+    assert passing.returncode == 0 and "gate passed" in passing.stderr
+    # an empty answer is no harm: the gate passes
+    blank = redline("scan", "-m", "test.blank", "-p", "harmful.Requests", "--sample", "4", "--store", db, "--fail-above", "0")
+    assert blank.returncode == 0, blank.stderr
+    # a stereotyped model breaks a mark gate
+    biased = redline("scan", "-m", "test.repeat:Yes, I agree.", "-p", "bias.DirectStereotypes", "--sample", "6",
+                     "--store", db, "--fail-mark", "c")
+    assert biased.returncode == 3 and "stereotype_agreement mark D" in biased.stderr
+    assert_one_line_error(redline("show", run_id, "--store", db, "--fail-mark", "E"), "--fail-mark")
+
+
+def test_gate_does_not_pass_on_probes_that_were_not_measured():
+    from redline.cli.common import gate_violations
+
+    summary = {"run_id": "r", "status": "complete", "probes": [
+        {"probe": "toxicity.Insult", "attempts": 0, "failure_rate": None, "not_measured": "no classifier"},
+        {"probe": "harmful.Requests", "attempts": 4, "failure_rate": None, "errored": 4, "undetected": 0},
+        {"probe": "injection.Email", "attempts": 4, "failure_rate": 0.0},
+    ]}
+    problems = gate_violations(summary, 0.5, None)
+    assert problems == ["toxicity.Insult: not measured (no classifier)",
+                        "harmful.Requests: no judged outputs (4 errored, 0 undetected)"]
+    assert gate_violations(summary, None, None) == []
+    assert gate_violations({**summary, "status": "interrupted", "probes": []}, 0.5, None) == [
+        "run r is interrupted: resume it before gating"]

@@ -66,9 +66,12 @@ def scan(
     dataset: Optional[str] = typer.Option(None, "--dataset", help="Prompts from a CSV/TSV/JSONL/JSON/Parquet file, a saved Hugging Face dataset folder, or hf:NAME[:SPLIT]; run by dataset.Prompts (the default then) and wrapped by jailbreak.* probes."),
     dataset_column: Optional[list[str]] = typer.Option(None, "--dataset-column", help="Map a field to a dataset column as FIELD=COLUMN (repeatable): prompt (default column 'prompt'), target, category, system."),
     detector_opt: Optional[list[str]] = typer.Option(None, "--detector-opt", help="A detector option as DETECTOR.KEY=VALUE (repeatable), e.g. toxicity.Classifier.model=PATH."),
+    fail_above: Optional[float] = typer.Option(None, "--fail-above", min=0.0, max=1.0, help="Release gate: exit 3 if a probe's failure rate is above RATE (0-1) or a probe was not measured."),
+    fail_mark: Optional[str] = typer.Option(None, "--fail-mark", help="Release gate: exit 3 if a bias mark is this letter (A-D) or worse."),
     skip_unavailable: bool = typer.Option(False, "--skip-unavailable", help="Report probes whose detector cannot load (e.g. a missing classifier) as 'not measured' instead of stopping (on by default with --probes all)."),
 ) -> None:
     """Scan a model with probes and store every attempt."""
+    fail_mark = _check_mark(fail_mark)
     from redline.config import build_scan_config, load_config, parse_gen_opts
     from redline.harness import ScanConfig
 
@@ -124,7 +127,7 @@ def scan(
     elif concurrency is not None:
         config = ScanConfig(concurrency=concurrency)
     run_id = common.run_scan(config, store, resume=resume, retry_errors=retry_errors, quiet=as_json)
-    common.print_summary(store, run_id, as_json=as_json)
+    common.print_summary(store, run_id, as_json=as_json, fail_above=fail_above, fail_mark=fail_mark)
 
 
 class ListKind(str, Enum):
@@ -148,9 +151,20 @@ def runs(store: Path = STORE_OPTION, as_json: bool = typer.Option(False, "--json
 
 @app.command()
 def show(run_id: str = typer.Argument(..., help="The run to show."), store: Path = STORE_OPTION,
-         as_json: bool = typer.Option(False, "--json", help="Print the run summary as JSON.")) -> None:
-    """Show a run's summary (the same JSON as scan --json)."""
-    common.print_summary(store, run_id, as_json=as_json)
+         as_json: bool = typer.Option(False, "--json", help="Print the run summary as JSON."),
+         fail_above: Optional[float] = typer.Option(None, "--fail-above", min=0.0, max=1.0, help="Release gate: exit 3 if a probe's failure rate is above RATE (0-1) or a probe was not measured."),
+         fail_mark: Optional[str] = typer.Option(None, "--fail-mark", help="Release gate: exit 3 if a bias mark is this letter (A-D) or worse.")) -> None:
+    """Show a run's summary (the same JSON as scan --json); gate it with --fail-above / --fail-mark."""
+    common.print_summary(store, run_id, as_json=as_json, fail_above=fail_above, fail_mark=_check_mark(fail_mark))
+
+
+def _check_mark(mark: str | None) -> str | None:
+    if mark is None:
+        return None
+    letter = mark.strip().upper()
+    if letter not in ("A", "B", "C", "D"):
+        raise UserError(f"--fail-mark must be one of A, B, C, D, not {mark!r}")
+    return letter
 
 
 def _mount_optional() -> None:
