@@ -177,3 +177,11 @@ def test_gate_does_not_pass_on_probes_that_were_not_measured():
     assert gate_violations(summary, None, None) == []
     assert gate_violations({**summary, "status": "interrupted", "probes": []}, 0.5, None) == [
         "run r is interrupted: resume it before gating"]
+
+
+def test_names_with_markup_are_shown_literally(tmp_path):
+    db = str(tmp_path / "m.db")
+    scan = redline("scan", "-m", "test.repeat:[bold]x[/bold] [y]", "-p", "harmful.Requests", "--sample", "1", "--store", db)
+    assert scan.returncode == 0, scan.stderr
+    assert "test.repeat:[bold]x[/bold] [y]" in scan.stdout.replace("\n", "")
+    assert "[bold]x[/bold] [y]" in redline("runs", "--store", db).stdout

@@ -136,6 +136,13 @@ def test_too_few_judged_outputs_get_no_mark():
     assert MarkDefinition("m", (0.1, 0.3, 0.5), min_n=1).mark_for(Metric(1.0, (1.0, 1.0), n=1)).mark == "D"
 
 
+def test_an_interval_from_a_to_d_is_inconclusive():
+    definition = MarkDefinition("gap", (0.05, 0.1, 0.2), absolute=True)
+    wide = definition.mark_for(Metric(0.0, (-0.5, 0.5), n=40))
+    assert wide.mark is None and wide.meaning.startswith("inconclusive")
+    assert definition.mark_for(Metric(0.0, (-0.15, 0.15), n=40)).mark == "A"  # reaches C at worst: A
+
+
 def test_mark_is_decided_on_the_interval():
     definition = MarkDefinition("m", (0.1, 0.3, 0.5))
     assert definition.mark_for(Metric(0.6, (0.55, 0.65))).mark == "D"
@@ -145,7 +152,9 @@ def test_mark_is_decided_on_the_interval():
     assert definition.mark_for(Metric(0.2, None)).mark == "B"
     absolute = MarkDefinition("gap", (0.05, 0.1, 0.2), absolute=True)
     assert absolute.mark_for(Metric(-0.3, (-0.4, -0.25))).mark == "D"
-    assert absolute.mark_for(Metric(-0.3, (-0.4, 0.01))).mark == "A"
+    # the interval reaches fairness (A) and catastrophe (D): no mark rather than an A
+    assert absolute.mark_for(Metric(-0.3, (-0.4, 0.01))).mark is None
+    assert absolute.mark_for(Metric(-0.1, (-0.15, 0.01))).mark == "A"
     with pytest.raises(ValueError):
         MarkDefinition("bad", (0.5, 0.1, 0.9))
 

@@ -90,7 +90,8 @@ def test_csv_is_one_row_per_output_with_detector_columns_and_no_formulas(run):
     assert header[-2:] == ["evaluation", "error"]
     assert {"refusal.Compliance", "injection.InjectedMarker", "encoding.DecodedPayload"} <= set(header)
     summary = run_summary(store, run_id)
-    expected = sum(p["outputs"] for p in summary["probes"]) + sum(p["errored"] for p in summary["probes"])
+    # one row per output: judged + undetected outputs, and one per errored attempt
+    expected = sum(p["outputs"] + p.get("undetected", 0) + p["errored"] for p in summary["probes"])
     assert len(rows) == expected
     fails = [r for r in rows if r["evaluation"] == "fail"]
     assert len(fails) == sum(p["failed"] for p in summary["probes"])

@@ -213,10 +213,18 @@ def print_summary(
         err_console.print("gate passed", markup=False, highlight=False)
 
 
+def _no_mark(probe: dict, metric: str) -> str:
+    """`` no mark (reason)`` for a measured metric that got no mark."""
+    reason = (probe.get("mark_notes") or {}).get(metric) or ""
+    return f" no mark ({reason.removeprefix('not measured: ')})" if reason else " no mark"
+
+
 def _print_table(summary: dict) -> None:
+    from rich.markup import escape
     from rich.table import Table
 
-    table = Table(title=f"run {summary['run_id']} · model {summary['model']} · {summary['status']}")
+    # names and reasons come from models, LVE files and servers: shown literally, never as markup
+    table = Table(title=escape(f"run {summary['run_id']} · model {summary['model']} · {summary['status']}"))
     table.add_column("probe")
     table.add_column("attempts", justify="right")
     table.add_column("failed", justify="right")
@@ -233,7 +241,7 @@ def _print_table(summary: dict) -> None:
             undetected = metric.get("undetected", 0)
             extra.append(
                 f"{name} {shown}"
-                + (f" mark {mark}" if mark else " no mark (too few judged)" if value is not None and p.get("marks") else "")
+                + (f" mark {mark}" if mark else _no_mark(p, name) if value is not None and p.get("marks") else "")
                 + (f", {undetected} undetected" if undetected else "")
             )
         if p.get("undetected") and not p.get("metrics"):
@@ -243,13 +251,13 @@ def _print_table(summary: dict) -> None:
         is_bias = p.get("failure_rate") is None and p.get("metrics")
         rate = _fmt_rate(p.get("failure_rate"))
         table.add_row(
-            p["probe"] + ("" if p.get("complete", True) else " (incomplete)"),
+            escape(p["probe"] + ("" if p.get("complete", True) else " (incomplete)")),
             str(p["attempts"]),
             "-" if is_bias else str(p["failed"]),
             rate,
             _fmt_ci(p.get("ci95")),
             str(p.get("errored", 0)),
-            "\n".join(extra),
+            escape("\n".join(extra)),
         )
     out_console.print(table)
 
@@ -308,10 +316,12 @@ def print_runs(store_path: Path, as_json: bool) -> None:
     if as_json:
         sys.stdout.write(json.dumps(runs, indent=2) + "\n")
         return
-    table = Table(title=f"runs in {store_path}")
+    from rich.markup import escape
+
+    table = Table(title=escape(f"runs in {store_path}"))
     for col in ("run", "created", "model", "status", "attempts", "failed", "errored"):
         table.add_column(col)
     for r in runs:
         created = dt.datetime.fromtimestamp(r["created"]).strftime("%Y-%m-%d %H:%M:%S")
-        table.add_row(r["run_id"], created, r["model"], r["status"], str(r["attempts"]), str(r["failed"]), str(r["errored"]))
+        table.add_row(r["run_id"], created, escape(r["model"]), r["status"], str(r["attempts"]), str(r["failed"]), str(r["errored"]))
     out_console.print(table)

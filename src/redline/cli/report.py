@@ -137,6 +137,7 @@ def compare(
 
 
 def _print_comparison(result: dict) -> None:
+    from rich.markup import escape
     from rich.table import Table
 
     def rate(side: dict | None) -> str:
@@ -145,7 +146,8 @@ def _print_comparison(result: dict) -> None:
         return f"{side['failure_rate'] * 100:.1f}% ({side['failed']}/{side['outputs']})"
 
     a, b = result["run_a"], result["run_b"]
-    table = Table(title=f"A {a['run_id']} ({a['model']})  vs  B {b['run_id']} ({b['model']})")
+    # model names and probe names are data: escape them so rich does not read "[x]" as markup
+    table = Table(title=escape(f"A {a['run_id']} ({a['model']})  vs  B {b['run_id']} ({b['model']})"))
     for col in ("probe", "A", "B", "B - A (95% CI)", "p", "change"):
         table.add_column(col, justify="right" if col in ("A", "B", "p") else "left")
     for row in result["probes"]:
@@ -154,12 +156,12 @@ def _print_comparison(result: dict) -> None:
             lo, hi = row["difference_ci95"]
             diff = f"{row['difference'] * 100:+.1f} pts ({lo * 100:+.1f}…{hi * 100:+.1f})"
         p = "-" if row.get("p_value") is None else f"{row['p_value']:.3g}"
-        table.add_row(row["probe"], rate(row["a"]), rate(row["b"]), diff, p, row["change"])
+        table.add_row(escape(row["probe"]), rate(row["a"]), rate(row["b"]), diff, p, row["change"])
         for m in row["metrics"]:
             va = "-" if not m["a"] or m["a"]["value"] is None else f"{m['a']['value']:+.2f} {m['a']['mark'] or ''}"
             vb = "-" if not m["b"] or m["b"]["value"] is None else f"{m['b']['value']:+.2f} {m['b']['mark'] or ''}"
             d = "-" if m["difference"] is None else f"{m['difference']:+.2f}"
-            table.add_row(f"  {m['metric']}", va, vb, d, "", m["change"])
+            table.add_row(escape(f"  {m['metric']}"), va, vb, d, "", m["change"])
     out_console.print(table)
     out_console.print(f"{result['significant']} significant changes: {result['worse']} worse, {result['better']} better (alpha {result['alpha']})")
 

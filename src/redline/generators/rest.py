@@ -188,12 +188,24 @@ class RestGenerator(HTTPGenerator):
         if not self.url:
             raise GeneratorUnavailable(f"rest:{self.model}: set the url option (or --base-url) to the endpoint's full URL")
         super()._check_options()
+        self._url()  # a ${VAR} in the URL that is not set fails before the run starts
         sample = self._values(Conversation.from_openai([{"role": "user", "content": 'a "quoted"\nprompt'}]))
         try:
             json.loads(render_body(self.body_template, sample))
         except ValueError as exc:
             raise GeneratorUnavailable(f"rest:{self.model}: the body template does not give valid JSON: {exc}") from None
 
+
+    def _url(self) -> str:
+        """The URL requests go to: ``${VAR}`` (e.g. a key in the query string) replaced by the
+        environment variable. Messages and stored settings show the template, and the value is
+        among the secrets :meth:`redact` masks."""
+        return expand_env(self.url, f"rest:{self.model} url") if "${" in self.url else self.url
+
+    def _secrets(self) -> list[str]:
+        names = _ENV.findall(self.url)
+        found = [(os.environ.get(name) or "").strip() for name in names]
+        return super()._secrets() + [secret for secret in found if len(secret) >= 4]
 
     def _values(self, conversation: Conversation) -> dict[str, Any]:
         messages = conversation.to_openai()
@@ -212,9 +224,9 @@ class RestGenerator(HTTPGenerator):
         body = render_body(self.body_template, self._values(conversation))
         estimate = estimate_tokens(len(body), self.max_tokens) if self.limiter.limits_tokens else 0
         if self.response_format == "text":
-            text = await self.send(self.url, body.encode(), estimate, self.method, as_text=True)
+            text = await self.send(self._url(), body.encode(), estimate, self.method, as_text=True)
             return [Message(text=text)]
-        data = await self.send(self.url, body.encode(), estimate, self.method)
+        data = await self.send(self._url(), body.encode(), estimate, self.method)
         assert self._tokens is not None
         found = extract(data, self._tokens)
         if not found:

@@ -193,10 +193,26 @@ def export_markdown(store: Store, run_id: str, top_hits: int = 5, limit: int = 4
         for name, metric in (p.get("metrics") or {}).items():
             value, ci = metric.get("value"), metric.get("ci95")
             mark = (p.get("marks") or {}).get(name)
-            shown = "not measured" if value is None else f"{value:+.2f}" + (f" ({ci[0]:+.2f} to {ci[1]:+.2f})" if ci else "")
+            shown = "not measured" if value is None else f"{value:+.2f}"
+            why = []
+            if value is not None:
+                if ci:
+                    why.append(f"95% CI {ci[0]:+.2f} to {ci[1]:+.2f}")
+                why.append(f"n={metric.get('n', 0)}")
+                if not mark:
+                    why.append("no mark: too few judged outputs")
+            if metric.get("undetected"):
+                why.append(f"{metric['undetected']} undetected")
+            shown += f" ({', '.join(why)})" if why else ""
             extra.append(md_inline(f"{name} {shown}") + (f" **{md_inline(mark)}**" if mark else ""))
+        if p.get("undetected") and not p.get("metrics"):
+            u = p["undetected"]
+            extra.append(md_inline(f"{u} output{'s' if u != 1 else ''} undetected (no verdict"
+                                   + (", left out of the rate)" if p.get("failure_rate") is not None else ")")))
         if p.get("not_measured"):
             extra.append(md_inline(f"not measured: {p['not_measured']}"))
+        if not p.get("complete", True) and p.get("failure_rate") is None and p.get("outputs"):
+            extra.append("not finished: no failure rate or metrics yet")
         rate = p.get("failure_rate")
         name = md_inline(p["probe"]) + ("" if p.get("complete", True) else " (incomplete)")
         lines.append(

@@ -14,15 +14,29 @@ def _round(x: float | None) -> float | None:
     return None if x is None else round(float(x), 6)
 
 
+def _judgments(store: Store, run_id: str, probe: str) -> dict[str, int]:
+    """Stored judgments of ``probe``: ``fail``/``pass`` (failure-rate judgments), ``undetected``
+    and ``other`` (a bias probe's answers such as "yes" or "male", which are no pass/fail)."""
+    counts = {"fail": 0, "pass": 0, "undetected": 0, "other": 0}
+    for data in store.iter_attempt_dicts(run_id, probe, errored=False):
+        for judgment in (data.get("notes") or {}).get("evaluation") or []:
+            key = judgment if isinstance(judgment, str) and judgment in counts else "other"
+            counts[key] += 1
+    return counts
+
+
 def run_summary(store: Store, run_id: str) -> dict:
     """The summary of ``run_id`` (complete or not) as a JSON-ready dict.
 
     Each probe entry has ``probe``, ``attempts`` (stored attempts, errored included),
     ``outputs`` (judged outputs), ``failed`` (outputs where the probe succeeded), ``errored``
     (attempts whose generation failed), ``undetected``, ``failure_rate`` and ``ci95``; bias probes
-    add ``metrics`` ``{name: {"value", "ci95"}}`` and ``marks`` ``{name: "A"…"D"}``.
-    A probe without stored results (run interrupted) has ``"complete": false`` and its rate is
-    computed from the attempts stored so far.
+    add ``metrics`` ``{name: {"value", "ci95"}}`` and ``marks`` ``{name: "A"…"D"}`` (``None`` when
+    no mark could be given, with the reason in ``mark_notes`` ``{name: reason}``).
+    For a metrics-only probe (bias) ``outputs`` counts the answers its evaluator could read
+    ("yes", "male"…) and ``undetected`` the rest. A probe without stored results (run
+    interrupted) has ``"complete": false`` and its rate is computed from the pass/fail judgments
+    stored so far (undetected excluded; none for a bias probe).
     """
     run = store.get_run(run_id)
     counts = store.attempt_counts(run_id)
@@ -43,7 +57,10 @@ def run_summary(store: Store, run_id: str) -> dict:
                 entry["failure_rate"] = _round(fr.get("value"))
                 entry["ci95"] = [_round(x) for x in fr["ci95"]] if fr.get("ci95") else None
             else:
-                entry.update(outputs=c["outputs"], undetected=0, failure_rate=None, ci95=None)
+                # metrics only (bias probes): ``outputs`` counts the answers the evaluator could
+                # judge, not every output — an all-undetected probe must not look judged
+                j = _judgments(store, run_id, name)
+                entry.update(outputs=j["other"] + j["pass"] + j["fail"], undetected=j["undetected"], failure_rate=None, ci95=None)
             others = {k: v for k, v in metrics.items() if k != "failure_rate"}
             if others:
                 entry["metrics"] = {
@@ -59,12 +76,20 @@ def run_summary(store: Store, run_id: str) -> dict:
                 entry["not_measured"] = result["not_measured"]
             if result.get("marks"):
                 entry["marks"] = {k: v.get("mark") for k, v in result["marks"].items()}
+                unmarked = {k: v.get("meaning") for k, v in result["marks"].items() if v.get("mark") is None}
+                if unmarked:  # why a metric got no mark: too few judged outputs, inconclusive, ...
+                    entry["mark_notes"] = unmarked
             entry["complete"] = True
         else:
-            n = c["outputs"] - 0
-            entry["outputs"] = n
-            entry["failure_rate"] = _round(c["failed"] / n) if n else None
-            entry["ci95"] = [_round(x) for x in wilson_interval(c["failed"], n)] if n else None
+            # no stored result yet (run interrupted or still running): rate from the stored
+            # judgments, undetected outputs excluded; a probe whose judgments are not pass/fail
+            # (a bias probe) gets no failure rate rather than a made-up 0%
+            j = _judgments(store, run_id, name) if c["attempts"] else {"fail": 0, "pass": 0, "undetected": 0, "other": 0}
+            n = j["fail"] + j["pass"]
+            entry["outputs"] = n + j["other"]
+            entry["undetected"] = j["undetected"]
+            entry["failure_rate"] = _round(j["fail"] / n) if n else None
+            entry["ci95"] = [_round(x) for x in wilson_interval(j["fail"], n)] if n else None
             entry["complete"] = False
         probes.append(entry)
     return {
