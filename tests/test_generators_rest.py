@@ -131,3 +131,21 @@ async def test_configuration_mistakes_are_one_line_errors(monkeypatch):
     with pytest.raises(GeneratorUnavailable, match="needs the environment variable NOT_SET_ANYWHERE"):
         await get_generator("rest:x", url="http://127.0.0.1:9/x", response_path="a",
                             headers={"Authorization": "Bearer ${NOT_SET_ANYWHERE}"}).start()
+
+
+async def test_env_variable_in_the_url_is_sent_but_never_recorded(monkeypatch):
+    monkeypatch.setenv("INHOUSE_QUERY_KEY", "k-very-secret-123")
+    # the server answers 500 with the full request line echoed back, as some servers do
+    faults = lambda i, body: (500, {}, '{"error": "bad request to /g?key=k-very-secret-123"}')
+    with Inhouse(faults=faults) as server:
+        gen = get_generator("rest:q", url=server.base_url + "/g?key=${INHOUSE_QUERY_KEY}",
+                            response_path="result.outputs.0.text", backoff_base=0.01, max_retries=1)
+        with pytest.raises(GeneratorError) as info:
+            await gen.generate(conv("p"), 1)
+        await gen.aclose()
+    assert server.paths[0] == "/v1/g?key=k-very-secret-123"  # the value went to the server
+    assert "k-very-secret-123" not in str(info.value)  # ...and not into the recorded error
+    assert "k-very-secret-123" not in json.dumps(gen.settings())
+    monkeypatch.delenv("INHOUSE_QUERY_KEY")
+    with pytest.raises(GeneratorUnavailable, match="INHOUSE_QUERY_KEY"):
+        await get_generator("rest:q", url="http://127.0.0.1:9/g?key=${INHOUSE_QUERY_KEY}", response_path="a").start()
