@@ -163,3 +163,19 @@ def test_cli_dataset_errors_are_one_line(csv_file: Path, tmp_path: Path) -> None
         lines = [line for line in proc.stderr.splitlines() if line.strip()]
         assert lines and lines[0].startswith("error: ") and expected in lines[0], proc.stderr
         assert "Traceback" not in proc.stderr
+
+
+def test_hub_dataset_offline_is_one_clear_error(monkeypatch) -> None:
+    pytest.importorskip("datasets")
+    import redline.hub
+
+    monkeypatch.setattr(redline.hub, "hub_reachable", lambda timeout=1.5: False)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")  # restored after the test
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    import datasets
+    import huggingface_hub.constants
+
+    for module in (datasets.config, huggingface_hub.constants):  # the loader sets these: restore them
+        monkeypatch.setattr(module, "HF_HUB_OFFLINE", module.HF_HUB_OFFLINE)
+    with pytest.raises(DatasetError, match=r"hf:someorg/not-cached: cannot load the dataset: .*hub cannot be reached"):
+        load_rows("hf:someorg/not-cached")

@@ -17,6 +17,7 @@ Every problem is one :class:`DatasetError` line naming the file (and column). ``
 from __future__ import annotations
 
 import csv
+import os
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -132,12 +133,25 @@ def _read_source(source: str) -> tuple[list[str], list[dict[str, Any]]]:
         name, _, split = source[3:].partition(":")
         if not name:
             raise DatasetError(f"{source}: expected hf:NAME or hf:NAME:SPLIT")
+        from redline.hub import hub_reachable
+
+        offline = not hub_reachable()
+        if offline:  # only the local cache can answer: say so at once instead of retrying for long
+            os.environ.setdefault("HF_HUB_OFFLINE", "1")
+            os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
         datasets = _import_datasets(source)
+        if offline:  # already imported before the variables were set: tell the libraries directly
+            import huggingface_hub.constants
+
+            for module in (getattr(datasets, "config", None), huggingface_hub.constants):
+                if module is not None and hasattr(module, "HF_HUB_OFFLINE"):
+                    module.HF_HUB_OFFLINE = True
         try:
             loaded = datasets.load_dataset(name, split=split or None)
         except Exception as exc:  # noqa: BLE001 - offline, not cached, unknown split…
             message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            raise DatasetError(f"{source}: cannot load the dataset: {message}") from None
+            hint = " (the Hugging Face hub cannot be reached: only datasets in the local cache load)" if offline else ""
+            raise DatasetError(f"{source}: cannot load the dataset: {message}{hint}") from None
         return _from_hf(loaded, source)
     path = Path(source).expanduser()
     if not path.exists():
