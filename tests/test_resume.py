@@ -204,3 +204,21 @@ async def test_attempts_are_pulled_lazily_and_not_kept(tmp_path, monkeypatch):
     runner = AttemptRunner(Watch(), concurrency=4, store=store, run_id=run_id)
     await runner.start_detectors([probe])
     assert await runner.run_all((probe, a) for a in Many(10).create_attempts()) == []  # nothing kept
+
+
+def test_two_scans_share_a_new_store_at_the_same_moment(tmp_path):
+    for round_ in range(3):  # the race is at the store's creation: give it a few chances to show
+        db = tmp_path / f"shared{round_}.db"
+        procs = [
+            subprocess.Popen([sys.executable, "-m", "redline", "scan", "-m", model, "-p", "harmful.Requests",
+                              "--sample", "5", "--store", str(db), "--json"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            for model in ("test.echo", "test.blank")
+        ]
+        results = [p.communicate(timeout=120) for p in procs]
+        for proc, (out, err) in zip(procs, results):
+            assert proc.returncode == 0, err
+            assert json.loads(out)["status"] == "complete"
+        with sqlite3.connect(db) as con:
+            assert con.execute("SELECT COUNT(*) FROM runs").fetchone()[0] == 2
+            assert con.execute("SELECT COUNT(*) FROM attempts").fetchone()[0] == 10

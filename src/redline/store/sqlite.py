@@ -151,11 +151,24 @@ class Store:
             if self.path.parent and not self.path.parent.exists():
                 raise StoreError(f"cannot open store {self.path}: folder {self.path.parent} does not exist")
             self._db = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=NORMAL")
-            self._db.executescript(SCHEMA)
+            self._prepare()
         except sqlite3.DatabaseError as exc:
             raise StoreError(f"cannot open store {self.path}: {exc}") from None
+
+    def _prepare(self, patience: float = 30.0) -> None:
+        """WAL mode and the schema. Two processes opening a new store at the same moment race for
+        the journal-mode switch, where SQLite answers "locked" without waiting: retry that."""
+        deadline = time.monotonic() + patience
+        while True:
+            try:
+                self._db.execute("PRAGMA journal_mode=WAL")
+                self._db.execute("PRAGMA synchronous=NORMAL")
+                self._db.executescript(SCHEMA)
+                return
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) and "busy" not in str(exc) or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
 
     def close(self) -> None:
         self._db.close()
