@@ -81,11 +81,12 @@ async def test_429_pauses_the_other_requests_of_the_generator_too():
     faults = lambda i, body: (429, {"retry-after": "0.4"}, "{}") if i == 0 else None
     with MockOpenAI(faults=faults, latency=0.0) as server:
         gen = get_generator("openai:m", base_url=server.base_url, max_retries=2, **FAST)
+        started_first = time.monotonic()
         await gen.generate(conv("first"), 1)  # refused once, waits 0.4 s, then answered
-        # the pause is over by now; a paused generator would have delayed this one
-        started = time.monotonic()
+        # the 429 paused the whole generator (every request waits for it), and that pause is over
+        assert gen.limiter._resume_at >= started_first + 0.38
+        assert gen.limiter._resume_at <= time.monotonic()
         await gen.generate(conv("second"), 1)
-        assert time.monotonic() - started < 0.3
         gen.limiter.pause(0.3)
         started = time.monotonic()
         await gen.generate(conv("third"), 1)

