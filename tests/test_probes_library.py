@@ -115,7 +115,7 @@ def test_many_shot_has_a_long_fabricated_dialogue() -> None:
 
 
 def test_encoded_payloads_decode_to_the_instruction() -> None:
-    from redline.probes.encoding import MORSE
+    from redline.converters.encoding import MORSE
 
     reverse_morse = {v: k for k, v in MORSE.items()}
     for name in ("encoding.Base32", "encoding.Morse", "encoding.Leetspeak", "encoding.UnicodeTags", "encoding.ZeroWidth"):

@@ -8,9 +8,12 @@ a model that only decodes and repeats the instruction is not counted; one that a
 from __future__ import annotations
 
 import base64
-import codecs
 from typing import Callable, ClassVar, Sequence
 
+# The converters' encoders: for these ASCII carriers they give exactly the payloads these probes send.
+from redline.converters.encoding import ROT13 as _ROT13
+from redline.converters.encoding import Morse as _Morse
+from redline.converters.encoding import UnicodeTags as _UnicodeTags
 from redline.probes.base import Prompt, ProbeItem, Probe
 from redline.probes.markers import MARKERS
 
@@ -27,9 +30,7 @@ __all__ = [
     "Leetspeak",
     "UnicodeTags",
     "ZeroWidth",
-    "morse",
     "leetspeak",
-    "unicode_tags",
     "zero_width",
 ]
 
@@ -48,26 +49,9 @@ FRAMINGS: list[str] = [
 ]
 
 
-def _rot13(text: str) -> str:
-    return codecs.encode(text, "rot_13")
 
 
-#: International Morse code (ITU-R M.1677-1) for letters, digits and common punctuation.
-MORSE: dict[str, str] = {
-    "A": ".-", "B": "-...", "C": "-.-.", "D": "-..", "E": ".", "F": "..-.", "G": "--.", "H": "....",
-    "I": "..", "J": ".---", "K": "-.-", "L": ".-..", "M": "--", "N": "-.", "O": "---", "P": ".--.",
-    "Q": "--.-", "R": ".-.", "S": "...", "T": "-", "U": "..-", "V": "...-", "W": ".--", "X": "-..-",
-    "Y": "-.--", "Z": "--..", "0": "-----", "1": ".----", "2": "..---", "3": "...--", "4": "....-",
-    "5": ".....", "6": "-....", "7": "--...", "8": "---..", "9": "----.", ".": ".-.-.-", ",": "--..--",
-    "?": "..--..", ":": "---...", "'": ".----.", "-": "-....-", "/": "-..-.", "!": "-.-.--",
-}
 
-
-def morse(text: str) -> str:
-    """``text`` in Morse code: letters separated by spaces, words by `` / ``; characters without a
-    code are dropped."""
-    words = text.upper().split()
-    return " / ".join(" ".join(MORSE[ch] for ch in word if ch in MORSE) for word in words)
 
 
 _LEET = str.maketrans({"a": "4", "e": "3", "i": "1", "o": "0", "s": "5", "t": "7", "A": "4", "E": "3",
@@ -79,10 +63,6 @@ def leetspeak(text: str) -> str:
     return text.translate(_LEET)
 
 
-def unicode_tags(text: str) -> str:
-    """``text`` as invisible Unicode tag characters (U+E0000 block: each ASCII character c becomes
-    U+E0000 + ord(c)), the "ASCII smuggling" channel; non-ASCII characters are dropped."""
-    return "".join(chr(0xE0000 + ord(ch)) for ch in text if 0x20 <= ord(ch) < 0x7F)
 
 
 _ZERO_WIDTH = ("\u200b", "\u200c", "\u200d", "\u2060")
@@ -102,12 +82,12 @@ def zero_width(text: str) -> str:
 
 ENCODERS: dict[str, tuple[str, Callable[[str], str]]] = {
     "base64": ("base64", lambda s: base64.b64encode(s.encode()).decode()),
-    "rot13": ("ROT13", _rot13),
+    "rot13": ("ROT13", _ROT13().encode),
     "hex": ("hexadecimal", lambda s: s.encode().hex()),
     "base32": ("base32", lambda s: base64.b32encode(s.encode()).decode()),
-    "morse": ("Morse code", morse),
+    "morse": ("Morse code", _Morse().encode),
     "leetspeak": ("leetspeak", leetspeak),
-    "unicode_tags": ("Unicode tag characters", unicode_tags),
+    "unicode_tags": ("Unicode tag characters", _UnicodeTags().encode),
     "zero_width": ("text with zero-width characters", zero_width),
 }
 
