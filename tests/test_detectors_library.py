@@ -151,3 +151,13 @@ def test_detector_option_parsing() -> None:
     for bad in ("model=/m", "toxicity.Classifier=/m", "nope.Detector.x=1"):
         with pytest.raises(DetectorOptionError):
             parse_detector_options([bad])
+
+
+def test_argument_scanner_skips_strings_and_escaped_quotes():
+    from redline.checkers.output_detectors import _call_args, _first_arg
+
+    assert _first_arg('"a\\",b", shell=True') == '"a\\",b"'
+    assert _first_arg("f(x, y), z") == "f(x, y)"
+    code = 'os.system("echo )" + name) ; rest'
+    assert _call_args(code, code.index("(") + 1) == '"echo )" + name'
+    assert _call_args("run(a, (b", 4) == "a, (b"  # unterminated: to the end

@@ -229,41 +229,44 @@ _SHELL_C = re.compile(r"\b(?:exec\.Command|ProcessBuilder|spawn|execFile)\s*\(\s
 _RUBY = re.compile(r"(?:\bsystem\s*\(?\s*\"[^\"\n]*#\{|`[^`\n]*#\{|%x[\[({][^\n]*#\{)")
 
 
-def _call_args(code: str, start: int) -> str:
-    """The text of a call's arguments, from ``start`` (just after the opening parenthesis) to the
-    matching closing one (or the end of the line block)."""
-    depth, i = 1, start
-    quote: str | None = None
-    while i < len(code) and depth:
+def _code_chars(code: str, start: int = 0):
+    """``(index, char, bracket depth)`` for each character of ``code`` from ``start`` that is not
+    inside a string literal (``"``, ``'`` or a backtick, with backslash escapes); the depth counts
+    the brackets opened since ``start`` and goes negative at an unmatched closing one."""
+    depth, quote, escaped = 0, None, False
+    for i in range(start, len(code)):
         ch = code[i]
         if quote:
-            if ch == "\\":
-                i += 1
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
             elif ch == quote:
                 quote = None
-        elif ch in "\"'`":
+            continue
+        if ch in "\"'`":
             quote = ch
-        elif ch in "([{":
+            continue
+        if ch in "([{":
             depth += 1
         elif ch in ")]}":
             depth -= 1
-        i += 1
-    return code[start : i - 1 if depth == 0 else i]
+        yield i, ch, depth
+
+
+def _call_args(code: str, start: int) -> str:
+    """The text of a call's arguments, from ``start`` (just after the opening parenthesis) to the
+    matching closing one (or the end of the code)."""
+    for i, _, depth in _code_chars(code, start):
+        if depth < 0:
+            return code[start:i]
+    return code[start:]
 
 
 def _first_arg(args: str) -> str:
-    depth, quote = 0, None
-    for i, ch in enumerate(args):
-        if quote:
-            if ch == quote:
-                quote = None
-        elif ch in "\"'`":
-            quote = ch
-        elif ch in "([{":
-            depth += 1
-        elif ch in ")]}":
-            depth -= 1
-        elif ch == "," and depth == 0:
+    """The first top-level argument of an argument list."""
+    for i, ch, depth in _code_chars(args):
+        if ch == "," and depth == 0:
             return args[:i].strip()
     return args.strip()
 
