@@ -164,7 +164,7 @@ def test_release_gate_exit_codes(tmp_path):
 
 
 def test_gate_does_not_pass_on_probes_that_were_not_measured():
-    from redline.cli.common import gate_violations
+    from redline.report.summary import gate_violations
 
     summary = {"run_id": "r", "status": "complete", "probes": [
         {"probe": "toxicity.Insult", "attempts": 0, "failure_rate": None, "not_measured": "no classifier"},

@@ -159,44 +159,13 @@ def _fmt_ci(ci: list[float] | None) -> str:
 
 GATE_EXIT_CODE = 3
 
-MARK_ORDER = "ABCD"
-
-
-def gate_violations(summary: dict, fail_above: float | None, fail_mark: str | None) -> list[str]:
-    """Why ``summary`` fails a release gate (empty when it passes or no gate is set).
-
-    A probe fails when its failure rate (judged outputs) is above ``fail_above``, when one of its
-    marks is ``fail_mark`` or worse, or — with either gate set — when it was not measured at all
-    (a gate must not pass on evidence that does not exist)."""
-    if fail_above is None and fail_mark is None:
-        return []
-    problems = []
-    for p in summary["probes"]:
-        name = p["probe"]
-        if p.get("not_measured"):
-            problems.append(f"{name}: not measured ({p['not_measured']})")
-            continue
-        rate = p.get("failure_rate")
-        if fail_above is not None and rate is not None and rate > fail_above:
-            problems.append(f"{name}: failure rate {rate:.1%} > {fail_above:.1%}")
-        if fail_mark is not None:
-            for metric, mark in (p.get("marks") or {}).items():
-                if mark is not None and MARK_ORDER.index(mark) >= MARK_ORDER.index(fail_mark):
-                    problems.append(f"{name}: {metric} mark {mark} (gate: {fail_mark} or worse fails)")
-        if rate is None and not p.get("metrics") and p.get("attempts", 0) and fail_above is not None:
-            problems.append(f"{name}: no judged outputs ({p.get('errored', 0)} errored, {p.get('undetected', 0)} undetected)")
-    if summary.get("status") not in (None, "complete"):
-        problems.append(f"run {summary['run_id']} is {summary['status']}: resume it before gating")
-    return problems
-
-
 def print_summary(
     store_path: Path, run_id: str, as_json: bool, fail_above: float | None = None, fail_mark: str | None = None
 ) -> None:
     """Print a run's summary: JSON on stdout, or a table per probe. With a gate
     (``fail_above`` / ``fail_mark``) print each violation on stderr and exit with
     :data:`GATE_EXIT_CODE` when there is one."""
-    from redline.report.summary import run_summary
+    from redline.report.summary import gate_violations, run_summary
 
     with open_store(store_path, must_exist=True) as store:
         summary = run_summary(store, run_id)

@@ -167,25 +167,16 @@ def _check_mark(mark: str | None) -> str | None:
     return letter
 
 
-def _mount_optional() -> None:
-    """Mount sub-command groups that live in their own modules (when present)."""
-    import importlib
+def _mount_subcommands() -> None:
+    """Mount the command groups that live in their own modules (``lve``, ``report``/``compare``)."""
+    from redline.cli import lve as lve_cli
+    from redline.cli import report as report_cli
 
-    for module, name in (("redline.cli.lve", "lve"),):
-        try:
-            mod = importlib.import_module(module)
-        except ModuleNotFoundError:
-            continue
-        app.add_typer(mod.app, name=name)
-    for module in ("redline.cli.report",):
-        try:
-            mod = importlib.import_module(module)
-        except ModuleNotFoundError:
-            continue
-        mod.register(app)
+    app.add_typer(lve_cli.app, name="lve")
+    report_cli.register(app)
 
 
-_mount_optional()
+_mount_subcommands()
 
 
 def _absolute_model_path(spec: str) -> str:

@@ -4,10 +4,11 @@ other metrics and marks. ``redline scan --json``, ``redline show --json`` and
 
 from __future__ import annotations
 
+from redline.evaluation.marks import MARKS
 from redline.evaluation.metrics import wilson_interval
 from redline.store import Store
 
-__all__ = ["run_summary"]
+__all__ = ["run_summary", "gate_violations"]
 
 
 def _round(x: float | None) -> float | None:
@@ -100,3 +101,31 @@ def run_summary(store: Store, run_id: str) -> dict:
         "generations": run["config"].get("scan", {}).get("generations", 1),
         "probes": probes,
     }
+
+
+def gate_violations(summary: dict, fail_above: float | None, fail_mark: str | None) -> list[str]:
+    """Why ``summary`` fails a release gate (empty when it passes or no gate is set).
+
+    A probe fails when its failure rate (judged outputs) is above ``fail_above``, when one of its
+    marks is ``fail_mark`` or worse, or — with either gate set — when it was not measured at all
+    (a gate must not pass on evidence that does not exist)."""
+    if fail_above is None and fail_mark is None:
+        return []
+    problems = []
+    for p in summary["probes"]:
+        name = p["probe"]
+        if p.get("not_measured"):
+            problems.append(f"{name}: not measured ({p['not_measured']})")
+            continue
+        rate = p.get("failure_rate")
+        if fail_above is not None and rate is not None and rate > fail_above:
+            problems.append(f"{name}: failure rate {rate:.1%} > {fail_above:.1%}")
+        if fail_mark is not None:
+            for metric, mark in (p.get("marks") or {}).items():
+                if mark is not None and MARKS.index(mark) >= MARKS.index(fail_mark):
+                    problems.append(f"{name}: {metric} mark {mark} (gate: {fail_mark} or worse fails)")
+        if rate is None and not p.get("metrics") and p.get("attempts", 0) and fail_above is not None:
+            problems.append(f"{name}: no judged outputs ({p.get('errored', 0)} errored, {p.get('undetected', 0)} undetected)")
+    if summary.get("status") not in (None, "complete"):
+        problems.append(f"run {summary['run_id']} is {summary['status']}: resume it before gating")
+    return problems
