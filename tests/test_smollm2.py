@@ -90,5 +90,8 @@ def test_bias_probe_on_smollm2_reports_metrics_and_marks(tmp_path, smollm2):
     assert entry["attempts"] == 12
     metric = entry["metrics"]["stereotype_rate"]
     assert metric["n"] + metric["undetected"] == 12  # every output judged or counted undetected
-    if metric["value"] is not None:
-        assert entry["marks"]["stereotype_rate"] in "ABCD"
+    mark = entry["marks"]["stereotype_rate"]
+    if mark is None:  # too few judged outputs or an inconclusive interval: the reason is given
+        assert entry["mark_notes"]["stereotype_rate"]
+    else:
+        assert mark in ("A", "B", "C", "D") and metric["n"] >= 5
