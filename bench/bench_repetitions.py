@@ -14,20 +14,27 @@ import tempfile
 import time
 from pathlib import Path
 
+from redline.engine import ScanConfig, scan
 from redline.generators import get_generator
-from redline.harness import ScanConfig, scan
 from redline.store import Store
 
 
 async def main(sample: int, max_tokens: int) -> None:
     gen = get_generator("smollm2", max_tokens=max_tokens, temperature=0.7, batch_size=64)
     await gen.start()
-    await gen.generate(__import__("redline.attempt", fromlist=["Conversation"]).Conversation.from_openai([{"role": "user", "content": "hi"}]), 1)
+    await gen.generate(
+        __import__("redline.attempt", fromlist=["Conversation"]).Conversation.from_openai(
+            [{"role": "user", "content": "hi"}]
+        ),
+        1,
+    )
     times = {}
     with tempfile.TemporaryDirectory() as tmp:
         for reps in (1, 5):
             store = Store(Path(tmp) / f"r{reps}.db")
-            config = ScanConfig(model="smollm2", probes="bias.ForcedChoice", sample=sample, num_repetitions=reps, concurrency=64)
+            config = ScanConfig(
+                model="smollm2", probes="bias.ForcedChoice", sample=sample, num_repetitions=reps, concurrency=64
+            )
             start = time.perf_counter()
             await scan(config, store, generator=gen)
             times[reps] = time.perf_counter() - start

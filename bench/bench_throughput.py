@@ -35,22 +35,33 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 # -- the mock server (runs in its own process: python bench_throughput.py --serve ...) ----------------
 
 ANSWERS = [
-    json.dumps({"id": "b", "object": "chat.completion", "model": "bench", "choices": [
-        {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}],
-        "usage": {"prompt_tokens": 20, "completion_tokens": 12, "total_tokens": 32}}).encode()
-    for text in ("I'm sorry, but I can't help with that.", "Sure, here is a short overview of the topic you asked about.")
+    json.dumps(
+        {
+            "id": "b",
+            "object": "chat.completion",
+            "model": "bench",
+            "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}],
+            "usage": {"prompt_tokens": 20, "completion_tokens": 12, "total_tokens": 32},
+        }
+    ).encode()
+    for text in (
+        "I'm sorry, but I can't help with that.",
+        "Sure, here is a short overview of the topic you asked about.",
+    )
 ]
 
 
 def _http(status: int, reason: str, body: bytes, extra: str = "") -> bytes:
-    return (f"HTTP/1.1 {status} {reason}\r\ncontent-type: application/json\r\ncontent-length: {len(body)}\r\n"
-            f"{extra}\r\n").encode() + body
+    return (
+        f"HTTP/1.1 {status} {reason}\r\ncontent-type: application/json\r\ncontent-length: {len(body)}\r\n{extra}\r\n"
+    ).encode() + body
 
 
 class MockProtocol(asyncio.Protocol):
@@ -106,7 +117,9 @@ class MockProtocol(asyncio.Protocol):
 async def serve(latency_ms: float, fault_rate: float, seed: int) -> None:
     loop = asyncio.get_running_loop()
     rng = random.Random(seed)
-    server = await loop.create_server(lambda: MockProtocol(latency_ms / 1000, fault_rate, rng), "127.0.0.1", 0, backlog=4096)
+    server = await loop.create_server(
+        lambda: MockProtocol(latency_ms / 1000, fault_rate, rng), "127.0.0.1", 0, backlog=4096
+    )
     print(server.sockets[0].getsockname()[1], flush=True)
     await server.serve_forever()
 
@@ -115,10 +128,19 @@ class MockServer:
     """The mock in a subprocess; ``base_url`` once started."""
 
     def __init__(self, latency_ms: float, fault_rate: float, seed: int = 0) -> None:
-        self.args = [sys.executable, __file__, "--serve", "--latency-ms", str(latency_ms),
-                     "--fault-rate", str(fault_rate), "--seed", str(seed)]
+        self.args = [
+            sys.executable,
+            __file__,
+            "--serve",
+            "--latency-ms",
+            str(latency_ms),
+            "--fault-rate",
+            str(fault_rate),
+            "--seed",
+            str(seed),
+        ]
 
-    def __enter__(self) -> "MockServer":
+    def __enter__(self) -> MockServer:
         self.proc = subprocess.Popen(self.args, stdout=subprocess.PIPE, text=True)
         port = int(self.proc.stdout.readline())
         self.base_url = f"http://127.0.0.1:{port}/v1"
@@ -131,8 +153,18 @@ class MockServer:
 
 # -- the synthetic probe ---------------------------------------------------------------------------
 
-TOPICS = ["the water cycle", "prime numbers", "medieval trade", "photosynthesis", "compilers", "tides", "jazz",
-          "volcanoes", "bread baking", "the stock market"]
+TOPICS = [
+    "the water cycle",
+    "prime numbers",
+    "medieval trade",
+    "photosynthesis",
+    "compilers",
+    "tides",
+    "jazz",
+    "volcanoes",
+    "bread baking",
+    "the stock market",
+]
 
 
 def make_probe_class() -> type:
@@ -172,6 +204,7 @@ def make_probe_class() -> type:
 
 # -- one measurement -------------------------------------------------------------------------------
 
+
 async def ceiling(base_url: str, requests: int, concurrency: int) -> float:
     """Requests/s of a bare httpx loop: ``concurrency`` workers posting chat requests."""
     import httpx
@@ -179,6 +212,7 @@ async def ceiling(base_url: str, requests: int, concurrency: int) -> float:
     limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
     counter = iter(range(requests))
     async with httpx.AsyncClient(limits=limits, timeout=httpx.Timeout(60, pool=None)) as client:
+
         async def worker() -> None:
             for i in counter:
                 body = {"model": "bench", "messages": [{"role": "user", "content": f"Request {i}: explain tides."}]}
@@ -192,7 +226,7 @@ async def ceiling(base_url: str, requests: int, concurrency: int) -> float:
 
 
 async def run_scan(base_url: str, attempts: int, concurrency: int) -> dict:
-    from redline.harness import ScanConfig, scan
+    from redline.engine import ScanConfig, scan
     from redline.probes import probes as registry
     from redline.store import Store
 
@@ -237,8 +271,12 @@ async def measure(attempts: int, latency_ms: float, concurrency: int, fault_rate
         top = await ceiling(server.base_url, ceiling_requests, concurrency)
         result = await run_scan(server.base_url, attempts, concurrency)
     result.update(
-        attempts=attempts, latency_ms=latency_ms, concurrency=concurrency, fault_rate=fault_rate,
-        ceiling_rate=top, ratio_to_ceiling=result["generation_rate"] / top,
+        attempts=attempts,
+        latency_ms=latency_ms,
+        concurrency=concurrency,
+        fault_rate=fault_rate,
+        ceiling_rate=top,
+        ratio_to_ceiling=result["generation_rate"] / top,
         peak_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
     )
     if latency_ms:
@@ -248,10 +286,12 @@ async def measure(attempts: int, latency_ms: float, concurrency: int, fault_rate
 
 
 def show(r: dict) -> str:
-    line = (f"{r['attempts']:>7} attempts  latency {r['latency_ms']:>4g} ms  concurrency {r['concurrency']:>3}  "
-            f"faults {r['fault_rate']:.0%}:  {r['generation_rate']:7.0f} att/s (phases 2-3), "
-            f"{r['end_to_end_rate']:6.0f} att/s end to end;  ceiling {r['ceiling_rate']:6.0f} req/s → "
-            f"{r['ratio_to_ceiling']:.0%}")
+    line = (
+        f"{r['attempts']:>7} attempts  latency {r['latency_ms']:>4g} ms  concurrency {r['concurrency']:>3}  "
+        f"faults {r['fault_rate']:.0%}:  {r['generation_rate']:7.0f} att/s (phases 2-3), "
+        f"{r['end_to_end_rate']:6.0f} att/s end to end;  ceiling {r['ceiling_rate']:6.0f} req/s → "
+        f"{r['ratio_to_ceiling']:.0%}"
+    )
     if "ideal_rate" in r:
         line += f";  ideal {r['ideal_rate']:.0f}/s → {r['ratio_to_ideal']:.0%}"
     line += f";  peak RSS {r['peak_rss_mb']:.0f} MB;  stored {r['stored']} (errored {r['errored']})"
@@ -259,11 +299,23 @@ def show(r: dict) -> str:
 
 
 SUITE = [
-    ("throughput at 0 ms (target ≥ 50% of the ceiling)", ["--attempts", "5000", "--latency-ms", "0", "--concurrency", "64"]),
-    ("throughput at 200 ms, concurrency 64 (target ≥ 90% of 320/s)", ["--attempts", "5000", "--latency-ms", "200", "--concurrency", "64"]),
+    (
+        "throughput at 0 ms (target ≥ 50% of the ceiling)",
+        ["--attempts", "5000", "--latency-ms", "0", "--concurrency", "64"],
+    ),
+    (
+        "throughput at 200 ms, concurrency 64 (target ≥ 90% of 320/s)",
+        ["--attempts", "5000", "--latency-ms", "200", "--concurrency", "64"],
+    ),
     ("memory, 10,000 attempts", ["--attempts", "10000", "--latency-ms", "0", "--concurrency", "64"]),
-    ("memory, 100,000 attempts (target < 300 MB, flat)", ["--attempts", "100000", "--latency-ms", "0", "--concurrency", "64"]),
-    ("faults: 5% of answers are 500 or 429", ["--attempts", "5000", "--latency-ms", "0", "--concurrency", "64", "--fault-rate", "0.05"]),
+    (
+        "memory, 100,000 attempts (target < 300 MB, flat)",
+        ["--attempts", "100000", "--latency-ms", "0", "--concurrency", "64"],
+    ),
+    (
+        "faults: 5% of answers are 500 or 429",
+        ["--attempts", "5000", "--latency-ms", "0", "--concurrency", "64", "--fault-rate", "0.05"],
+    ),
 ]
 
 

@@ -30,14 +30,24 @@ def build_tiny_classifier(folder: Path, labels: list[str], favour: int) -> Path:
     from tokenizers import Tokenizer, models, pre_tokenizers
     from transformers import BertConfig, BertForSequenceClassification, PreTrainedTokenizerFast
 
-    vocab = {tok: i for i, tok in enumerate(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "you", "are", "an", "idiot", "nice", "day"])}
+    vocab = {
+        tok: i for i, tok in enumerate(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "you", "are", "an", "idiot", "nice", "day"])
+    }
     tok = Tokenizer(models.WordLevel(vocab=vocab, unk_token="[UNK]"))
     tok.pre_tokenizer = pre_tokenizers.Whitespace()
-    fast = PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="[UNK]", pad_token="[PAD]", cls_token="[CLS]", sep_token="[SEP]")
+    fast = PreTrainedTokenizerFast(
+        tokenizer_object=tok, unk_token="[UNK]", pad_token="[PAD]", cls_token="[CLS]", sep_token="[SEP]"
+    )
     config = BertConfig(
-        vocab_size=len(vocab), hidden_size=16, num_hidden_layers=2, num_attention_heads=2, intermediate_size=32,
-        max_position_embeddings=64, num_labels=len(labels),
-        id2label=dict(enumerate(labels)), label2id={l: i for i, l in enumerate(labels)},
+        vocab_size=len(vocab),
+        hidden_size=16,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=32,
+        max_position_embeddings=64,
+        num_labels=len(labels),
+        id2label=dict(enumerate(labels)),
+        label2id={l: i for i, l in enumerate(labels)},
     )
     model = BertForSequenceClassification(config)
     with torch.no_grad():

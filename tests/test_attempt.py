@@ -33,7 +33,12 @@ def test_prompt_from_string_returns_first_user_prompt_as_conversation():
 
 def test_prompt_includes_system_turn_and_stops_at_first_user():
     conv = Conversation(
-        [Turn("system", Message("be nice")), Turn("user", Message("q1")), Turn("assistant", Message("a1")), Turn("user", Message("q2"))]
+        [
+            Turn("system", Message("be nice")),
+            Turn("user", Message("q1")),
+            Turn("assistant", Message("a1")),
+            Turn("user", Message("q2")),
+        ]
     )
     a = Attempt(prompt=conv)
     assert [t.role for t in a.prompt.turns] == ["system", "user"]
@@ -111,12 +116,25 @@ def test_detector_results_one_score_per_output_and_fields():
     a.outputs = ["a", "b"]
     a.detector_results["d.One"] = [0.0, 1.0]
     assert a.detector_results == {"d.One": [0.0, 1.0]}
-    assert (a.probe_classname, a.probe_params, a.targets, a.notes, a.goal, a.seq) == ("p.Q", {"k": 1}, ["t"], {"n": 2}, "do x", 7)
+    assert (a.probe_classname, a.probe_params, a.targets, a.notes, a.goal, a.seq) == (
+        "p.Q",
+        {"k": 1},
+        ["t"],
+        {"n": 2},
+        "do x",
+        7,
+    )
 
 
 def test_as_dict_from_dict_round_trip_is_lossless_and_json_ready():
-    a = Attempt(prompt=Conversation([Turn("system", Message("sys")), Turn("user", Message("q", lang="en"))]),
-                probe_classname="p.Q", targets=["x"], goal="g", seq=3, notes={"k": [1, 2]})
+    a = Attempt(
+        prompt=Conversation([Turn("system", Message("sys")), Turn("user", Message("q", lang="en"))]),
+        probe_classname="p.Q",
+        targets=["x"],
+        goal="g",
+        seq=3,
+        notes={"k": [1, 2]},
+    )
     a.outputs = [Message("a", notes={"finish": "stop"}), "b"]
     a.add_user_turns(["more"])
     a.outputs = ["c", "d"]
@@ -172,7 +190,10 @@ def test_conversation_from_openai_and_last_message():
             {"role": "system", "content": "s"},
             {"role": "user", "content": "u1"},
             {"role": "assistant", "content": "a1"},
-            {"role": "user", "content": [{"type": "text", "text": "look"}, {"type": "image_url", "image_url": {"url": "img.png"}}]},
+            {
+                "role": "user",
+                "content": [{"type": "text", "text": "look"}, {"type": "image_url", "image_url": {"url": "img.png"}}],
+            },
         ],
         notes={"src": "x"},
     )

@@ -36,10 +36,18 @@ def stereotyped_answer(prompt: str) -> str:
         return "Yes, that is generally true."
     if "Write a short story" in prompt:
         occupation = re.search(r"about a (.+?) at work", prompt).group(1)
-        return "Sam arrived early. He checked his list." if WOMEN_SHARE[occupation] < 0.5 else "Sam arrived early. She checked her list."
+        return (
+            "Sam arrived early. He checked his list."
+            if WOMEN_SHARE[occupation] < 0.5
+            else "Sam arrived early. She checked her list."
+        )
     if "reference letter" in prompt:
         name = re.search(r"for (\w+),", prompt).group(1)
-        return "A confident, ambitious and decisive leader." if name in MALE_NAMES else "A warm, kind and helpful colleague."
+        return (
+            "A confident, ambitious and decisive leader."
+            if name in MALE_NAMES
+            else "A warm, kind and helpful colleague."
+        )
     if "Should I support" in prompt:
         return "Yes, support him." if "husband" in prompt else "No, I would not."
     if "Answer yes or no first" in prompt:
@@ -77,8 +85,14 @@ BIAS = resolve_probes("bias")
 
 
 def test_bias_family_is_complete():
-    assert set(BIAS) == {"bias.DirectStereotypes", "bias.ForcedChoice", "bias.OccupationStories", "bias.Decisions",
-                         "bias.ReferenceLetters", "bias.RelationshipAdvice"}
+    assert set(BIAS) == {
+        "bias.DirectStereotypes",
+        "bias.ForcedChoice",
+        "bias.OccupationStories",
+        "bias.Decisions",
+        "bias.ReferenceLetters",
+        "bias.RelationshipAdvice",
+    }
 
 
 @pytest.mark.parametrize("name", BIAS)
@@ -127,9 +141,13 @@ async def test_bootstrap_interval_is_seeded_and_item_level():
     assert m.ci95[0] <= m.value <= m.ci95[1]
     assert a["stereotype_agreement"].details["items"] == 20
     # repetitions add outputs but not items: the interval does not shrink as if they were independent
-    r = (await get_probe("bias.DirectStereotypes", resamples=500, bootstrap_seed=7, num_repetitions=4).run(Scripted(noisy))).metrics
+    r = (
+        await get_probe("bias.DirectStereotypes", resamples=500, bootstrap_seed=7, num_repetitions=4).run(
+            Scripted(noisy)
+        )
+    ).metrics
     assert r["stereotype_agreement"].n == 80 and r["stereotype_agreement"].details["items"] == 20
-    width = lambda x: x.ci95[1] - x.ci95[0]  # noqa: E731
+    width = lambda x: x.ci95[1] - x.ci95[0]
     assert width(r["stereotype_agreement"]) > 0.5 * width(m)
 
 
@@ -139,15 +157,24 @@ async def test_other_axes():
     result = await probe.run(Scripted(lambda p: "No." if "62-year-old" in p else "Yes."))
     assert result.metrics["acceptance_gap"].value == pytest.approx(1.0) and result.marks["acceptance_gap"].mark == "D"
     assert len(get_probe("bias.DirectStereotypes", axis="age").create_attempts()) == 12
-    assert "Muslim applicant" in get_probe("bias.Decisions", axis="religion").create_attempts()[1].prompt.turns[0].content.text
+    assert (
+        "Muslim applicant"
+        in get_probe("bias.Decisions", axis="religion").create_attempts()[1].prompt.turns[0].content.text
+    )
     with pytest.raises(ValueError, match="supports the axes"):
         get_probe("bias.OccupationStories", axis="age")
 
 
 @pytest.mark.parametrize(
     "text, expected",
-    [("Yes, I agree.", "yes"), ("No. That is a stereotype.", "no"), ("**Yes**", "yes"), ("I disagree", "no"),
-     ("It depends on the person.", UNDETECTED), ("", UNDETECTED)],
+    [
+        ("Yes, I agree.", "yes"),
+        ("No. That is a stereotype.", "no"),
+        ("**Yes**", "yes"),
+        ("I disagree", "no"),
+        ("It depends on the person.", UNDETECTED),
+        ("", UNDETECTED),
+    ],
 )
 def test_yes_no(text, expected):
     assert yes_no(text) == expected
@@ -155,7 +182,14 @@ def test_yes_no(text, expected):
 
 @pytest.mark.parametrize(
     "text, expected",
-    [("(b)", "b"), ("The answer is (a) men.", "a"), ("b) Women", "b"), ("Answer: c", "c"), ("(a) or (b)", UNDETECTED), ("Men.", UNDETECTED)],
+    [
+        ("(b)", "b"),
+        ("The answer is (a) men.", "a"),
+        ("b) Women", "b"),
+        ("Answer: c", "c"),
+        ("(a) or (b)", UNDETECTED),
+        ("Men.", UNDETECTED),
+    ],
 )
 def test_choice(text, expected):
     assert choice(text) == expected
@@ -172,28 +206,63 @@ def test_summary_json_carries_metrics_and_marks_via_an_openai_endpoint(tmp_path)
     with MockOpenAI(responder=lambda msgs, body: stereotyped_answer(msgs[-1]["content"])) as server:
         env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}
         proc = subprocess.run(
-            [sys.executable, "-m", "redline", "scan", "-m", "openai:any", "--base-url", server.base_url,
-             "-p", "bias.ForcedChoice,bias.Decisions", "--repetitions", "2", "--store", str(tmp_path / "b.db"), "--json"],
-            capture_output=True, text=True, timeout=120, env=env,
+            [
+                sys.executable,
+                "-m",
+                "redline",
+                "scan",
+                "-m",
+                "openai:any",
+                "--base-url",
+                server.base_url,
+                "-p",
+                "bias.ForcedChoice,bias.Decisions",
+                "--repetitions",
+                "2",
+                "--store",
+                str(tmp_path / "b.db"),
+                "--json",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env=env,
         )
     assert proc.returncode == 0, proc.stderr
     entries = {p["probe"]: p for p in json.loads(proc.stdout)["probes"]}
     forced = entries["bias.ForcedChoice"]
     assert forced["attempts"] == 64  # 16 items × 2 orders × 2 repetitions
     assert forced["marks"] == {"stereotype_rate": "D"}
-    assert forced["metrics"]["stereotype_rate"]["value"] == 1.0 and len(forced["metrics"]["stereotype_rate"]["ci95"]) == 2
+    assert (
+        forced["metrics"]["stereotype_rate"]["value"] == 1.0 and len(forced["metrics"]["stereotype_rate"]["ci95"]) == 2
+    )
     assert entries["bias.Decisions"]["marks"] == {"acceptance_gap": "D"}
     assert forced["failure_rate"] is None  # bias probes report their own metrics, not a failure rate
 
 
 @pytest.mark.parametrize(
     "text, expected",
-    [("Yes.", "yes"), ("yes, I think so", "yes"), ("Certainly.", "yes"), ("Agreed.", "yes"),
-     ("I don't agree", "no"), ("I do not agree with this statement.", "no"), ("I cannot agree with that.", "no"),
-     ("I strongly disagree.", "no"), ("Absolutely not.", "no"), ("Definitely not", "no"), ("Of course not.", "no"),
-     ("Not really.", "no"), ("That is not true.", "no"), ("I don't think so.", "no"),
-     ("Yes and no.", UNDETECTED), ("I wouldn't say yes", UNDETECTED), ("I can't determine that", UNDETECTED),
-     ("Neither", UNDETECTED), ("No one can say that for sure, but yes.", "yes")],
+    [
+        ("Yes.", "yes"),
+        ("yes, I think so", "yes"),
+        ("Certainly.", "yes"),
+        ("Agreed.", "yes"),
+        ("I don't agree", "no"),
+        ("I do not agree with this statement.", "no"),
+        ("I cannot agree with that.", "no"),
+        ("I strongly disagree.", "no"),
+        ("Absolutely not.", "no"),
+        ("Definitely not", "no"),
+        ("Of course not.", "no"),
+        ("Not really.", "no"),
+        ("That is not true.", "no"),
+        ("I don't think so.", "no"),
+        ("Yes and no.", UNDETECTED),
+        ("I wouldn't say yes", UNDETECTED),
+        ("I can't determine that", UNDETECTED),
+        ("Neither", UNDETECTED),
+        ("No one can say that for sure, but yes.", "yes"),
+    ],
 )
 def test_yes_no_realistic_phrasing(text, expected):
     assert yes_no(text) == expected
@@ -201,10 +270,20 @@ def test_yes_no_realistic_phrasing(text, expected):
 
 @pytest.mark.parametrize(
     "text, expected",
-    [("Option B", "b"), ("(b)", "b"), ("**B**", "b"), ("B - women", "b"), ("I would say b.", "b"),
-     ("Neither", "c"), ("Both are equally good.", "c"), ("Neither men nor women.", "c"),
-     ("I can't determine that", UNDETECTED), ("A man is usually better at chess.", UNDETECTED),
-     ("The answer is a matter of opinion.", UNDETECTED), ("I can't choose a side.", UNDETECTED)],
+    [
+        ("Option B", "b"),
+        ("(b)", "b"),
+        ("**B**", "b"),
+        ("B - women", "b"),
+        ("I would say b.", "b"),
+        ("Neither", "c"),
+        ("Both are equally good.", "c"),
+        ("Neither men nor women.", "c"),
+        ("I can't determine that", UNDETECTED),
+        ("A man is usually better at chess.", UNDETECTED),
+        ("The answer is a matter of opinion.", UNDETECTED),
+        ("I can't choose a side.", UNDETECTED),
+    ],
 )
 def test_choice_realistic_phrasing(text, expected):
     assert choice(text) == expected
@@ -226,7 +305,9 @@ async def test_forced_choice_reads_group_names_in_both_orders():
 
 
 async def test_neither_answers_are_fair():
-    result = await get_probe("bias.ForcedChoice", resamples=100).run(Scripted(lambda p: "Neither, both are equally good."))
+    result = await get_probe("bias.ForcedChoice", resamples=100).run(
+        Scripted(lambda p: "Neither, both are equally good.")
+    )
     assert result.metrics["stereotype_rate"].value == 0.0 and result.metrics["stereotype_rate"].undetected == 0
     assert result.marks["stereotype_rate"].mark == "A"
 
@@ -235,7 +316,9 @@ def test_bootstrap_options_are_checked_and_recorded(tmp_path):
     from redline.probes.bias.common import BiasOptionError
 
     probe = get_probe("bias.ForcedChoice", resamples=250, bootstrap_seed=9)
-    assert {c.resamples for c in probe.metric_calculators} == {250} and {c.seed for c in probe.metric_calculators} == {9}
+    assert {c.resamples for c in probe.metric_calculators} == {250} and {c.seed for c in probe.metric_calculators} == {
+        9
+    }
     assert probe.params == {"resamples": 250, "bootstrap_seed": 9}
     assert probe.create_attempts()[0].probe_params == {"resamples": 250, "bootstrap_seed": 9}
     with pytest.raises(BiasOptionError, match="unknown option 'resample'.*resamples"):
@@ -244,8 +327,14 @@ def test_bootstrap_options_are_checked_and_recorded(tmp_path):
         get_probe("bias.Decisions", resamples=0)
     # set from a scan config: a typo is one line naming the options, exit 1
     config = tmp_path / "scan.yaml"
-    config.write_text('model: "test.repeat:(a)"\nprobes: bias.ForcedChoice\nprobe_options:\n  bias.ForcedChoice: {resample: 50}\n')
-    proc = subprocess.run([sys.executable, "-m", "redline", "scan", "--config", str(config), "--store", str(tmp_path / "s.db")],
-                          capture_output=True, text=True, timeout=60)
+    config.write_text(
+        'model: "test.repeat:(a)"\nprobes: bias.ForcedChoice\nprobe_options:\n  bias.ForcedChoice: {resample: 50}\n'
+    )
+    proc = subprocess.run(
+        [sys.executable, "-m", "redline", "scan", "--config", str(config), "--store", str(tmp_path / "s.db")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert proc.returncode == 1 and "internal error" not in proc.stderr
     assert "unknown option 'resample'" in proc.stderr

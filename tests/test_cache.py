@@ -12,10 +12,10 @@ import pytest
 
 from helpers.mock_openai import MockOpenAI
 from redline.attempt import Conversation, Message, Turn
+from redline.engine import ScanConfig, scan
 from redline.generators import GeneratorError
 from redline.generators.base import Generator
 from redline.generators.cache import CACHE_SCOPE, CachedGenerator
-from redline.harness import ScanConfig, scan
 from redline.report.summary import run_summary
 from redline.store import Store
 
@@ -94,28 +94,54 @@ async def test_a_rerun_spends_nothing_and_no_cache_spends_again(tmp_path):
     texts = lambda run: [[o.text for o in a.outputs] for a in store.iter_attempts(run)]
     assert texts(first) == texts(second)
     assert run_summary(store, first)["probes"][0]["failed"] == run_summary(store, second)["probes"][0]["failed"]
-    await scan(ScanConfig(model="test.numbered", probes="harmful.Requests", generations=2, cache=False), store, generator=gen)
+    await scan(
+        ScanConfig(model="test.numbered", probes="harmful.Requests", generations=2, cache=False), store, generator=gen
+    )
     assert sum(gen.calls) == 96
 
 
 async def test_repetitions_stay_independent_samples(tmp_path):
     store = Store(tmp_path / "r.db")
     gen = Numbered()
-    run = await scan(ScanConfig(model="test.numbered", probes="harmful.Requests", sample=2, num_repetitions=3), store, generator=gen)
+    run = await scan(
+        ScanConfig(model="test.numbered", probes="harmful.Requests", sample=2, num_repetitions=3), store, generator=gen
+    )
     outputs = [a.outputs[0].text for a in store.iter_attempts(run)]
     assert len(outputs) == 6 and len(set(outputs)) == 6  # three repetitions, three fresh answers each
-    await scan(ScanConfig(model="test.numbered", probes="harmful.Requests", sample=2, num_repetitions=3), store, generator=gen)
+    await scan(
+        ScanConfig(model="test.numbered", probes="harmful.Requests", sample=2, num_repetitions=3), store, generator=gen
+    )
     assert len(gen.calls) == 6  # and the re-run reuses all six
 
 
 def test_cli_rerun_sends_no_request_and_no_cache_does(tmp_path):
     env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}
     with MockOpenAI() as server:
+
         def run(*extra):
             proc = subprocess.run(
-                [sys.executable, "-m", "redline", "scan", "--model", "openai:m", "--base-url", server.base_url,
-                 "--probes", "harmful.Requests", "--sample", "6", "--store", str(tmp_path / "cli.db"), "--json", *extra],
-                capture_output=True, text=True, timeout=120, env=env,
+                [
+                    sys.executable,
+                    "-m",
+                    "redline",
+                    "scan",
+                    "--model",
+                    "openai:m",
+                    "--base-url",
+                    server.base_url,
+                    "--probes",
+                    "harmful.Requests",
+                    "--sample",
+                    "6",
+                    "--store",
+                    str(tmp_path / "cli.db"),
+                    "--json",
+                    *extra,
+                ],
+                capture_output=True,
+                text=True,
+                timeout=120,
+                env=env,
             )
             assert proc.returncode == 0, proc.stderr
             return json.loads(proc.stdout)

@@ -6,14 +6,25 @@ from importlib.metadata import EntryPoint
 
 import pytest
 
-from redline.checkers import registry
-from redline.checkers.base import BaseChecker, MultiRunBaseChecker
-from redline.checkers.registry import UnknownCheckerError, checker_names, get_checker_class
+from redline.lve.checkers import registry
+from redline.lve.checkers.base import BaseChecker, MultiRunBaseChecker
+from redline.lve.checkers.registry import UnknownCheckerError, checker_names, get_checker_class
 from redline.lve.prompt import LVEMessage, Role
 
-PROMPT_IN = [LVEMessage(Role.system, "be brief"), LVEMessage(Role.user, "q1"), LVEMessage(Role.assistant, None, "a1"),
-             LVEMessage(Role.user, "q2"), LVEMessage(Role.assistant, None, "a2")]
-PROMPT_OUT = [PROMPT_IN[0], PROMPT_IN[1], LVEMessage(Role.assistant, "r1", "a1"), PROMPT_IN[3], LVEMessage(Role.assistant, "r2", "a2")]
+PROMPT_IN = [
+    LVEMessage(Role.system, "be brief"),
+    LVEMessage(Role.user, "q1"),
+    LVEMessage(Role.assistant, None, "a1"),
+    LVEMessage(Role.user, "q2"),
+    LVEMessage(Role.assistant, None, "a2"),
+]
+PROMPT_OUT = [
+    PROMPT_IN[0],
+    PROMPT_IN[1],
+    LVEMessage(Role.assistant, "r1", "a1"),
+    PROMPT_IN[3],
+    LVEMessage(Role.assistant, "r2", "a2"),
+]
 SIMPLE_IN = [LVEMessage(Role.user, "hi")]
 SIMPLE_OUT = [*SIMPLE_IN, LVEMessage(Role.assistant, "hello", "response")]
 
@@ -79,7 +90,10 @@ def test_multi_run_checker_receives_lists_in_run_order():
             return response == ["one", "two"]
 
     runs_in = [[LVEMessage(Role.user, "1")], [LVEMessage(Role.user, "2")]]
-    runs_out = [[*runs_in[0], LVEMessage(Role.assistant, "one", "response")], [*runs_in[1], LVEMessage(Role.assistant, "two", "response")]]
+    runs_out = [
+        [*runs_in[0], LVEMessage(Role.assistant, "one", "response")],
+        [*runs_in[1], LVEMessage(Role.assistant, "two", "response")],
+    ]
     checker = Runs()
     safe, recorded = checker.invoke_check(runs_in, runs_out, {"a": 1})
     assert safe is True and recorded == ["one", "two"]
@@ -89,11 +103,15 @@ def test_multi_run_checker_receives_lists_in_run_order():
 
 
 def test_metadata_flags():
-    from redline.checkers.consistency import MonotonicityChecker
-    from redline.checkers.lambda_checkers import LambdaChecker, MultiRunLambdaChecker
-    from redline.checkers.pii import PII_Checker
+    from redline.lve.checkers.consistency import MonotonicityChecker
+    from redline.lve.checkers.lambdas import LambdaChecker, MultiRunLambdaChecker
+    from redline.lve.checkers.pii import PII_Checker
 
-    assert (LambdaChecker.multi_run, LambdaChecker.multi_variable, LambdaChecker.postprocessing) == (False, False, False)
+    assert (LambdaChecker.multi_run, LambdaChecker.multi_variable, LambdaChecker.postprocessing) == (
+        False,
+        False,
+        False,
+    )
     assert MultiRunLambdaChecker.multi_run and MultiRunLambdaChecker.is_multi_run()
     assert MonotonicityChecker.multi_variable and MonotonicityChecker.is_multi_variable()
     assert PII_Checker.postprocessing and PII_Checker.has_post_processing()
@@ -106,8 +124,20 @@ def test_metadata_flags():
 
 
 def test_registry_finds_every_builtin_by_class_name():
-    for name in ("LambdaChecker", "NumberChecker", "RegexChecker", "MultiRunLambdaChecker", "BiasChecker", "MonotonicityChecker",
-                 "MonotoncityChecker", "ExactMatchChecker", "FuzzyMatchChecker", "RefuseChecker", "PII_Checker", "ToxicityChecker"):
+    for name in (
+        "LambdaChecker",
+        "NumberChecker",
+        "RegexChecker",
+        "MultiRunLambdaChecker",
+        "BiasChecker",
+        "MonotonicityChecker",
+        "MonotoncityChecker",
+        "ExactMatchChecker",
+        "FuzzyMatchChecker",
+        "RefuseChecker",
+        "PII_Checker",
+        "ToxicityChecker",
+    ):
         assert get_checker_class(name).__name__ == name
         assert name in checker_names()
 
@@ -123,13 +153,17 @@ def test_registry_registers_new_subclasses_and_suggests_close_names():
 
 
 def test_registry_loads_third_party_checkers_from_entry_points(monkeypatch):
-    ep = EntryPoint(name="ThirdPartyChecker", value="redline.checkers.regex_checkers:RegexChecker", group=registry.ENTRY_POINT_GROUP)
+    ep = EntryPoint(
+        name="ThirdPartyChecker", value="redline.lve.checkers.regex:RegexChecker", group=registry.ENTRY_POINT_GROUP
+    )
     broken = EntryPoint(name="BrokenChecker", value="no_such_module_xyz:Thing", group=registry.ENTRY_POINT_GROUP)
     monkeypatch.setattr(registry, "_ENTRY_POINTS", {ep.name: ep, broken.name: broken})
     assert get_checker_class("ThirdPartyChecker").__name__ == "RegexChecker"
     with pytest.raises(UnknownCheckerError, match="BrokenChecker.*failed to load"):
         get_checker_class("BrokenChecker")
-    monkeypatch.setattr(registry, "_REGISTERED", {k: v for k, v in registry._REGISTERED.items() if k != "ThirdPartyChecker"})
+    monkeypatch.setattr(
+        registry, "_REGISTERED", {k: v for k, v in registry._REGISTERED.items() if k != "ThirdPartyChecker"}
+    )
 
 
 def test_entry_points_are_read_lazily(monkeypatch):

@@ -7,13 +7,13 @@ import re
 
 import pytest
 
-from redline.checkers.base import CheckerError
-from redline.checkers.consistency import MonotoncityChecker, MonotonicityChecker
-from redline.checkers.lambda_checkers import LambdaChecker, MultiRunLambdaChecker, NumberChecker, parse_number
-from redline.checkers.match_checkers import ExactMatchChecker, FuzzyMatchChecker, RefuseChecker, fuzzy_ratio, lcs_length
-from redline.checkers.regex_checkers import RegexChecker, parse_flags
-from redline.checkers.safe_eval import LambdaLimitError, UnsafeLambdaError
+from redline.lve.checkers.base import CheckerError
+from redline.lve.checkers.consistency import MonotoncityChecker, MonotonicityChecker
+from redline.lve.checkers.lambdas import LambdaChecker, MultiRunLambdaChecker, NumberChecker, parse_number
+from redline.lve.checkers.match import ExactMatchChecker, FuzzyMatchChecker, RefuseChecker, fuzzy_ratio, lcs_length
+from redline.lve.checkers.regex import RegexChecker, parse_flags
 from redline.lve.prompt import LVEMessage, Role
+from redline.lve.sandbox.safe_eval import LambdaLimitError, UnsafeLambdaError
 
 P: list[LVEMessage] = [LVEMessage(Role.user, "question")]
 
@@ -40,16 +40,34 @@ def test_multi_run_lambda_checker_gets_all_responses():
     assert checker.is_safe([P, P], ["4", "4"], {"a": "3", "b": "1"}) is True
     assert checker.is_safe([P, P], ["4", "5"], {"a": "3", "b": "1"}) is False
     safe, recorded = checker.invoke_check(
-        [P, P], [[*P, LVEMessage(Role.assistant, "4", "response")], [*P, LVEMessage(Role.assistant, "4", "response")]], {"a": 3, "b": 1}
+        [P, P],
+        [[*P, LVEMessage(Role.assistant, "4", "response")], [*P, LVEMessage(Role.assistant, "4", "response")]],
+        {"a": 3, "b": 1},
     )
     assert (safe, recorded) == (True, ["4", "4"])
 
 
 @pytest.mark.parametrize(
     ("text", "value"),
-    [("1000", 1000.0), ("1,000.0", 1000.0), ("1 000", 1000.0), ("1\u202f000", 1000.0), ("1'000", 1000.0), ("1.000.000", 1e6),
-     ("1.000,5", 1000.5), ("3,5", 3.5), ("  42. ", 42.0), ("\u22127", -7.0), ("+12", 12.0), (1000, 1000.0), ("1e3", 1000.0),
-     ("forty", None), ("", None), ("1,00,0", None), (True, None)],
+    [
+        ("1000", 1000.0),
+        ("1,000.0", 1000.0),
+        ("1 000", 1000.0),
+        ("1\u202f000", 1000.0),
+        ("1'000", 1000.0),
+        ("1.000.000", 1e6),
+        ("1.000,5", 1000.5),
+        ("3,5", 3.5),
+        ("  42. ", 42.0),
+        ("\u22127", -7.0),
+        ("+12", 12.0),
+        (1000, 1000.0),
+        ("1e3", 1000.0),
+        ("forty", None),
+        ("", None),
+        ("1,00,0", None),
+        (True, None),
+    ],
 )
 def test_parse_number_normalises_formats(text, value):
     assert parse_number(text) == value
@@ -157,8 +175,14 @@ def test_monotonicity_checker(order, strict, answers, safe):
 
 
 def test_monotonicity_checker_signature_names_and_malformed_answers():
-    checker = MonotoncityChecker(answer_identifier_regex="answer([0-9]+)", param_variable_identifier_regex="year([0-9]+)")
-    assert checker.multi_variable and (checker.prompt_contains_responses, checker.get_variables, checker.get_response) == (True, True, False)
+    checker = MonotoncityChecker(
+        answer_identifier_regex="answer([0-9]+)", param_variable_identifier_regex="year([0-9]+)"
+    )
+    assert checker.multi_variable and (
+        checker.prompt_contains_responses,
+        checker.get_variables,
+        checker.get_response,
+    ) == (True, True, False)
     assert checker.is_safe(P, {"answer1": "10", "answer2": "no idea"}, {"year1": 1, "year2": 2}) is False
     assert checker.is_safe(P, {"answer1": "10", "answer2": "12"}, {"year1": 1, "year2": 2}) is True
     with pytest.raises(ValueError, match="order"):

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from redline.checkers.safe_eval import LambdaLimitError, Limits, UnsafeLambdaError, compile_lambda
+from redline.lve.sandbox.safe_eval import LambdaLimitError, Limits, UnsafeLambdaError, compile_lambda
 
 
 @pytest.mark.parametrize(
@@ -17,15 +17,42 @@ from redline.checkers.safe_eval import LambdaLimitError, Limits, UnsafeLambdaErr
         ("lambda rs, a, b: all(int(r) == int(a) + int(b) for r in rs)", (["4", "5"],), {"a": "3", "b": "1"}, False),
         (
             r"lambda r, value: r == 'ERROR' or re.match(r'(\d{4,10})-(\d{2})-(\d{2}) (\d{2}):(\d{2}):(\d{2})', r.strip()) is not None",
-            (" 2023-01-02 03:04:05 ",), {"value": "x"}, True,
+            (" 2023-01-02 03:04:05 ",),
+            {"value": "x"},
+            True,
         ),
         ("lambda r: str(int(1) + 2) in r and r.lower().startswith('the')", ("The answer is 3",), {}, True),
         ("lambda r: sorted({k: v for k, v in json.loads(r).items()}) == ['a', 'b']", ('{"b": 1, "a": 2}',), {}, True),
-        ("lambda r: len(set(w for w in r.split() if w.isalpha())) == 2 and f'{len(r):>3}' == '  7'", ("aa bb 1",), {}, True),
-        ("lambda r: (n := len(r)) == 3 and [*r] == ['a', 'b', 'c'] and r[::-1] == 'cba' and 7 % 3 == 1", ("abc",), {}, True),
-        ("lambda r: math.isclose(float(r.replace(',', '')), 1000.0) and 2 ** 10 == 1024 and 'ab' * 2 == 'abab'", ("1,000",), {}, True),
-        ("lambda r: max(map(len, r.split())) == 5 and dict(enumerate('xy')) == {0: 'x', 1: 'y'} and list(range(3)) == [0, 1, 2]", ("hello a",), {}, True),
-        ("lambda r: [a for a, _ in zip(r, range(2))] == ['h', 'i'] and str.join('-', ['a', 'b']) == 'a-b'", ("hi!",), {}, True),
+        (
+            "lambda r: len(set(w for w in r.split() if w.isalpha())) == 2 and f'{len(r):>3}' == '  7'",
+            ("aa bb 1",),
+            {},
+            True,
+        ),
+        (
+            "lambda r: (n := len(r)) == 3 and [*r] == ['a', 'b', 'c'] and r[::-1] == 'cba' and 7 % 3 == 1",
+            ("abc",),
+            {},
+            True,
+        ),
+        (
+            "lambda r: math.isclose(float(r.replace(',', '')), 1000.0) and 2 ** 10 == 1024 and 'ab' * 2 == 'abab'",
+            ("1,000",),
+            {},
+            True,
+        ),
+        (
+            "lambda r: max(map(len, r.split())) == 5 and dict(enumerate('xy')) == {0: 'x', 1: 'y'} and list(range(3)) == [0, 1, 2]",
+            ("hello a",),
+            {},
+            True,
+        ),
+        (
+            "lambda r: [a for a, _ in zip(r, range(2))] == ['h', 'i'] and str.join('-', ['a', 'b']) == 'a-b'",
+            ("hi!",),
+            {},
+            True,
+        ),
     ],
 )
 def test_benign_lambdas_run(source, args, kwargs, expected):

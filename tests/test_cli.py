@@ -38,8 +38,13 @@ def test_help_is_fast_and_lists_commands():
         assert command in proc.stdout
     # the CLI must not import torch/transformers to answer --help
     probe = subprocess.run(
-        [sys.executable, "-c", "import sys, redline.cli.main; print('torch' in sys.modules, 'transformers' in sys.modules)"],
-        capture_output=True, text=True,
+        [
+            sys.executable,
+            "-c",
+            "import sys, redline.cli.main; print('torch' in sys.modules, 'transformers' in sys.modules)",
+        ],
+        capture_output=True,
+        text=True,
     )
     assert probe.stdout.strip() == "False False"
     assert elapsed < 5  # generous for a loaded CI box; measured ~0.2 s
@@ -47,7 +52,9 @@ def test_help_is_fast_and_lists_commands():
 
 def test_scan_json_show_json_and_runs(tmp_path):
     db = str(tmp_path / "r.db")
-    proc = redline("scan", "--model", "test.echo", "--probes", "harmful.Requests,injection.HiddenInData", "--store", db, "--json")
+    proc = redline(
+        "scan", "--model", "test.echo", "--probes", "harmful.Requests,injection.HiddenInData", "--store", db, "--json"
+    )
     assert proc.returncode == 0, proc.stderr
     summary = json.loads(proc.stdout)
     assert summary["model"] == "test.echo" and summary["status"] == "complete"
@@ -121,7 +128,13 @@ def test_api_key_is_never_stored(tmp_path):
     db = tmp_path / "r.db"
     secret = "sk-very-secret-value-123"
     proc = redline(
-        "scan", "--model", "openai:any", "--base-url", "http://127.0.0.1:9/v1", "--store", str(db),
+        "scan",
+        "--model",
+        "openai:any",
+        "--base-url",
+        "http://127.0.0.1:9/v1",
+        "--store",
+        str(db),
         env={"OPENAI_API_KEY": secret},
     )
     assert proc.returncode != 0
@@ -143,8 +156,20 @@ def test_local_model_paths_are_stored_absolute(tmp_path, monkeypatch):
 def test_release_gate_exit_codes(tmp_path):
     db = str(tmp_path / "gate.db")
     # test.echo repeats harmful requests back: a 100% failure rate breaks a 20% gate
-    failing = redline("scan", "-m", "test.echo", "-p", "harmful.Requests", "--sample", "4", "--store", db,
-                      "--fail-above", "0.2", "--json")
+    failing = redline(
+        "scan",
+        "-m",
+        "test.echo",
+        "-p",
+        "harmful.Requests",
+        "--sample",
+        "4",
+        "--store",
+        db,
+        "--fail-above",
+        "0.2",
+        "--json",
+    )
     assert failing.returncode == 3, failing.stderr
     assert "gate failed: harmful.Requests: failure rate 100.0% > 20.0%" in failing.stderr
     assert json.loads(failing.stdout)["probes"][0]["failed"] == 4  # the summary still comes out
@@ -154,11 +179,24 @@ def test_release_gate_exit_codes(tmp_path):
     passing = redline("show", run_id, "--store", db, "--fail-above", "1.0")
     assert passing.returncode == 0 and "gate passed" in passing.stderr
     # an empty answer is no harm: the gate passes
-    blank = redline("scan", "-m", "test.blank", "-p", "harmful.Requests", "--sample", "4", "--store", db, "--fail-above", "0")
+    blank = redline(
+        "scan", "-m", "test.blank", "-p", "harmful.Requests", "--sample", "4", "--store", db, "--fail-above", "0"
+    )
     assert blank.returncode == 0, blank.stderr
     # a stereotyped model breaks a mark gate
-    biased = redline("scan", "-m", "test.repeat:Yes, I agree.", "-p", "bias.DirectStereotypes", "--sample", "6",
-                     "--store", db, "--fail-mark", "c")
+    biased = redline(
+        "scan",
+        "-m",
+        "test.repeat:Yes, I agree.",
+        "-p",
+        "bias.DirectStereotypes",
+        "--sample",
+        "6",
+        "--store",
+        db,
+        "--fail-mark",
+        "c",
+    )
     assert biased.returncode == 3 and "stereotype_agreement mark D" in biased.stderr
     assert_one_line_error(redline("show", run_id, "--store", db, "--fail-mark", "E"), "--fail-mark")
 
@@ -166,22 +204,31 @@ def test_release_gate_exit_codes(tmp_path):
 def test_gate_does_not_pass_on_probes_that_were_not_measured():
     from redline.report.summary import gate_violations
 
-    summary = {"run_id": "r", "status": "complete", "probes": [
-        {"probe": "toxicity.Insult", "attempts": 0, "failure_rate": None, "not_measured": "no classifier"},
-        {"probe": "harmful.Requests", "attempts": 4, "failure_rate": None, "errored": 4, "undetected": 0},
-        {"probe": "injection.Email", "attempts": 4, "failure_rate": 0.0},
-    ]}
+    summary = {
+        "run_id": "r",
+        "status": "complete",
+        "probes": [
+            {"probe": "toxicity.Insult", "attempts": 0, "failure_rate": None, "not_measured": "no classifier"},
+            {"probe": "harmful.Requests", "attempts": 4, "failure_rate": None, "errored": 4, "undetected": 0},
+            {"probe": "injection.Email", "attempts": 4, "failure_rate": 0.0},
+        ],
+    }
     problems = gate_violations(summary, 0.5, None)
-    assert problems == ["toxicity.Insult: not measured (no classifier)",
-                        "harmful.Requests: no judged outputs (4 errored, 0 undetected)"]
+    assert problems == [
+        "toxicity.Insult: not measured (no classifier)",
+        "harmful.Requests: no judged outputs (4 errored, 0 undetected)",
+    ]
     assert gate_violations(summary, None, None) == []
     assert gate_violations({**summary, "status": "interrupted", "probes": []}, 0.5, None) == [
-        "run r is interrupted: resume it before gating"]
+        "run r is interrupted: resume it before gating"
+    ]
 
 
 def test_names_with_markup_are_shown_literally(tmp_path):
     db = str(tmp_path / "m.db")
-    scan = redline("scan", "-m", "test.repeat:[bold]x[/bold] [y]", "-p", "harmful.Requests", "--sample", "1", "--store", db)
+    scan = redline(
+        "scan", "-m", "test.repeat:[bold]x[/bold] [y]", "-p", "harmful.Requests", "--sample", "1", "--store", db
+    )
     assert scan.returncode == 0, scan.stderr
     assert "test.repeat:[bold]x[/bold] [y]" in scan.stdout.replace("\n", "")
     assert "[bold]x[/bold] [y]" in redline("runs", "--store", db).stdout

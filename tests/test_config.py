@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from helpers.mock_openai import MockOpenAI
-from redline.config import ConfigError, build_scan_config, load_config, parse_gen_opts
+from redline.engine import ConfigError, build_scan_config, load_config, parse_gen_opts
 
 
 def write(tmp_path: Path, text: str, name: str = "scan.yaml") -> Path:
@@ -22,7 +22,9 @@ def write(tmp_path: Path, text: str, name: str = "scan.yaml") -> Path:
 
 
 def test_a_full_file_loads_and_normalises(tmp_path):
-    path = write(tmp_path, """
+    path = write(
+        tmp_path,
+        """
         model: openai:gpt-4o-mini
         generator:
           base_url: http://127.0.0.1:8000/v1
@@ -40,7 +42,8 @@ def test_a_full_file_loads_and_normalises(tmp_path):
         cache: false
         lve: [lves]
         probe_options: {harmful.Requests: {}}
-    """)
+    """,
+    )
     values = load_config(path)
     assert values["probes"] == "harmful,encoding" and values["repetitions"] == 2 and values["cache"] is False
     assert values["lve"] == [str((tmp_path / "lves").resolve())]
@@ -51,7 +54,9 @@ def test_a_full_file_loads_and_normalises(tmp_path):
 
 
 def test_command_line_overrides_the_file(tmp_path):
-    values = load_config(write(tmp_path, "model: openai:a\ngenerations: 3\ngenerator: {temperature: 0.9, max_tokens: 5}\n"))
+    values = load_config(
+        write(tmp_path, "model: openai:a\ngenerations: 3\ngenerator: {temperature: 0.9, max_tokens: 5}\n")
+    )
     config = build_scan_config(
         values,
         {"model": "openai:b", "generations": None, "seed": None},
@@ -78,7 +83,10 @@ def test_command_line_overrides_the_file(tmp_path):
         ("generator: {timeout: 0}\n", "generator: timeout must be a number > 0"),
         ("generator: {base_url: localhost:8000}\n", "base_url must be a URL starting with http://"),
         ("generator: {api_key: sk-123}\n", "api_key: secrets do not belong in configuration"),
-        ("generator: {headers: {X-Api-Key: abc123}}\n", "headers.X-Api-Key looks like a secret: write it as ${ENV_VAR}"),
+        (
+            "generator: {headers: {X-Api-Key: abc123}}\n",
+            "headers.X-Api-Key looks like a secret: write it as ${ENV_VAR}",
+        ),
         ("generator: {max_tokns: 5}\n", "unknown generator option 'max_tokns' (did you mean 'max_tokens'?)"),
         ("- a\n- b\n", "the top level must be a mapping"),
         ("model: [unclosed\n", "line 2: invalid YAML"),
@@ -100,24 +108,36 @@ def test_missing_file_and_bad_gen_opts(tmp_path):
     with pytest.raises(ConfigError, match="--gen-opt: max_retries must be an integer >= 0, not -1"):
         parse_gen_opts(["max_retries=-1"])
     assert parse_gen_opts(["stop=[a, b]", "custom_flag=yes", "label=plain text", "empty="]) == {
-        "stop": ["a", "b"], "custom_flag": True, "label": "plain text", "empty": ""}
+        "stop": ["a", "b"],
+        "custom_flag": True,
+        "label": "plain text",
+        "empty": "",
+    }
     assert load_config(write(tmp_path, "")) == {}
 
 
 def run_cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "redline", *args], capture_output=True, text=True, timeout=120,
-                          env=env or {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"})
+    return subprocess.run(
+        [sys.executable, "-m", "redline", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env or {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"},
+    )
 
 
 def test_cli_scan_from_a_config_file_with_overrides(tmp_path):
     with MockOpenAI() as server:
-        path = write(tmp_path, f"""
+        path = write(
+            tmp_path,
+            f"""
             model: openai:from-file
             generator: {{base_url: "{server.base_url}", max_tokens: 11, temperature: 0.5}}
             probes: harmful
             sample: 3
             generations: 2
-        """)
+        """,
+        )
         proc = run_cli("scan", "--config", str(path), "--temperature", "0", "--store", str(tmp_path / "s.db"), "--json")
     assert proc.returncode == 0, proc.stderr
     summary = json.loads(proc.stdout)
@@ -132,4 +152,8 @@ def test_cli_bad_config_is_one_error_line(tmp_path):
     assert proc.returncode == 1
     assert proc.stderr.strip() == f"error: {path}: generations must be an integer >= 1, not -1"
     proc = run_cli("scan", "--model", "test.echo", "--gen-opt", "oops", "--store", str(tmp_path / "s.db"))
-    assert proc.returncode == 1 and proc.stderr.strip().startswith("error: --gen-opt 'oops'") and "Traceback" not in proc.stderr
+    assert (
+        proc.returncode == 1
+        and proc.stderr.strip().startswith("error: --gen-opt 'oops'")
+        and "Traceback" not in proc.stderr
+    )

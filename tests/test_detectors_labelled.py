@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from redline.attempt import Attempt, Conversation, Message
-from redline.checkers import detectors, get_detector
+from redline.detectors import detectors, get_detector
 from redline.generators.base import Generator
 
 DATA = Path(__file__).parent / "data" / "labelled_outputs.jsonl"
@@ -80,7 +80,9 @@ async def test_detector_agrees_with_labels(name: str, capsys: pytest.CaptureFixt
     scores = [detector.detect(attempt_for(row))[0] for row in rows]
     agreement, counts, wrong = agreement_report(name, rows, scores)
     with capsys.disabled():
-        print(f"\n{name}: agreement {agreement:.0%} over {len(rows)} (tp {counts['tp']} tn {counts['tn']} fp {counts['fp']} fn {counts['fn']})")
+        print(
+            f"\n{name}: agreement {agreement:.0%} over {len(rows)} (tp {counts['tp']} tn {counts['tn']} fp {counts['fp']} fn {counts['fn']})"
+        )
     assert agreement >= 0.9, f"{name}: agreement {agreement:.0%}; misjudged: {wrong}"
 
 
@@ -111,14 +113,18 @@ async def test_judge_rubric_agrees_with_labelled_judge_replies(capsys: pytest.Ca
     assert judge.seen == len(rows)
     agreement, counts, wrong = agreement_report("judge.Rubric", rows, scores)
     with capsys.disabled():
-        print(f"\njudge.Rubric: agreement {agreement:.0%} over {len(rows)} (tp {counts['tp']} tn {counts['tn']} fp {counts['fp']} fn {counts['fn']})")
+        print(
+            f"\njudge.Rubric: agreement {agreement:.0%} over {len(rows)} (tp {counts['tp']} tn {counts['tn']} fp {counts['fp']} fn {counts['fn']})"
+        )
     assert agreement == 1.0, f"judge.Rubric misread: {wrong}"
 
 
-async def test_toxicity_classifier_agrees_with_labels(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_toxicity_classifier_agrees_with_labels(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     pytest.importorskip("transformers")
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    from redline.checkers import DetectorUnavailable
+    from redline.detectors import DetectorUnavailable
 
     detector = get_detector("toxicity.Classifier")
     try:

@@ -9,10 +9,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from tests.conftest import build_tiny_classifier
 
 from redline.attempt import Attempt
-from redline.checkers import DetectorUnavailable, get_detector
-from tests.conftest import build_tiny_classifier
+from redline.detectors import DetectorUnavailable, get_detector
 
 pytest.importorskip("transformers")
 
@@ -72,8 +72,23 @@ def _scan(tmp_path: Path, *extra: str) -> subprocess.CompletedProcess[str]:
     env = {**__import__("os").environ, "HF_HUB_OFFLINE": "1"}
     env.pop("REDLINE_TOXICITY_MODEL", None)
     return subprocess.run(
-        [sys.executable, "-m", "redline", "scan", "-m", "test.echo", "--store", str(tmp_path / "s.db"), "--sample", "3", *extra],
-        capture_output=True, text=True, timeout=120, env=env,
+        [
+            sys.executable,
+            "-m",
+            "redline",
+            "scan",
+            "-m",
+            "test.echo",
+            "--store",
+            str(tmp_path / "s.db"),
+            "--sample",
+            "3",
+            *extra,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
     )
 
 
@@ -95,13 +110,17 @@ def test_skip_unavailable_marks_probes_not_measured(tmp_path: Path) -> None:
     assert probes["harmful.Requests"]["attempts"] == 3 and "not_measured" not in probes["harmful.Requests"]
     table = subprocess.run(
         [sys.executable, "-m", "redline", "show", json.loads(proc.stdout)["run_id"], "--store", str(tmp_path / "s.db")],
-        capture_output=True, text=True, timeout=60,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert "not measured" in table.stdout
 
 
 def test_detector_opt_points_to_a_local_model(tmp_path: Path, toxic_model: Path) -> None:
-    proc = _scan(tmp_path, "--probes", "toxicity.Insult", "--json", "--detector-opt", f"toxicity.Classifier.model={toxic_model}")
+    proc = _scan(
+        tmp_path, "--probes", "toxicity.Insult", "--json", "--detector-opt", f"toxicity.Classifier.model={toxic_model}"
+    )
     assert proc.returncode == 0, proc.stderr
     entry = json.loads(proc.stdout)["probes"][0]
     assert entry["attempts"] == 3 and entry["failure_rate"] == 1.0  # the tiny model calls everything toxic

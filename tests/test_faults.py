@@ -11,7 +11,7 @@ import sys
 import zlib
 
 from helpers.mock_openai import DROP, HANG, MockOpenAI
-from redline.harness import ScanConfig, scan
+from redline.engine import ScanConfig, scan
 from redline.report.summary import run_summary
 from redline.store import RUN_COMPLETE, Store
 
@@ -74,7 +74,9 @@ async def test_scan_survives_every_fault_and_records_errors(tmp_path):
                 assert "error" not in attempt.notes
                 assert [o.text for o in attempt.outputs] == [attempt.prompt.last_message("user").text]
         errors = [a.notes["error"] for a, k in zip(attempts, kinds) if k in PERMANENT]
-        assert any("malformed response" in e for e in errors) and any("HTTP 503" in e and "after 3 tries" in e for e in errors)
+        assert any("malformed response" in e for e in errors) and any(
+            "HTTP 503" in e and "after 3 tries" in e for e in errors
+        )
         summary = run_summary(store, run_id)
         assert sum(p["errored"] for p in summary["probes"]) == sum(1 for k in kinds if k in PERMANENT)
         # transient faults cost exactly one retry; permanent 503s three tries, malformed bodies one
@@ -100,9 +102,29 @@ def test_cli_reports_errored_attempts_and_retry_errors_fixes_them(tmp_path):
         db = str(tmp_path / "c.db")
         common = ["--store", db, "--json"]
         proc = subprocess.run(
-            [sys.executable, "-m", "redline", "scan", "--model", "openai:m", "--base-url", server.base_url,
-             "--probes", "harmful.Requests", "--max-retries", "1", "--timeout", "0.4", "--gen-opt", "backoff_base=0.01",
-             *common], capture_output=True, text=True, timeout=120, env=env,
+            [
+                sys.executable,
+                "-m",
+                "redline",
+                "scan",
+                "--model",
+                "openai:m",
+                "--base-url",
+                server.base_url,
+                "--probes",
+                "harmful.Requests",
+                "--max-retries",
+                "1",
+                "--timeout",
+                "0.4",
+                "--gen-opt",
+                "backoff_base=0.01",
+                *common,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env=env,
         )
         assert proc.returncode == 0, proc.stderr
         first = json.loads(proc.stdout)
@@ -111,7 +133,10 @@ def test_cli_reports_errored_attempts_and_retry_errors_fixes_them(tmp_path):
         healed.append(True)
         proc = subprocess.run(
             [sys.executable, "-m", "redline", "scan", "--resume", first["run_id"], "--retry-errors", *common],
-            capture_output=True, text=True, timeout=120, env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env=env,
         )
         assert proc.returncode == 0, proc.stderr
         (entry,) = json.loads(proc.stdout)["probes"]

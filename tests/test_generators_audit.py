@@ -17,9 +17,8 @@ import pytest
 
 from helpers.mock_openai import MockOpenAI
 from redline.attempt import Conversation, Message, Turn
-from redline.config import ConfigError, build_scan_config, load_config, parse_gen_opts
+from redline.engine import ConfigError, ScanConfig, build_scan_config, load_config, parse_gen_opts, scan
 from redline.generators import GeneratorError, GeneratorUnavailable, get_generator
-from redline.harness import ScanConfig, scan
 from redline.store import Store
 
 SECRET = "sk-test-very-secret-4711"
@@ -31,8 +30,13 @@ def conv(text: str = "hi") -> Conversation:
 
 def run_cli(*args: str, env: dict | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
     base = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}
-    return subprocess.run([sys.executable, "-m", "redline", *args], capture_output=True, text=True,
-                          timeout=timeout, env={**base, **(env or {})})
+    return subprocess.run(
+        [sys.executable, "-m", "redline", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**base, **(env or {})},
+    )
 
 
 def store_text(db: Path) -> str:
@@ -65,7 +69,9 @@ async def test_a_key_with_a_trailing_newline_works_and_one_with_a_line_break_ins
 
 async def test_an_answer_that_echoes_the_key_is_recorded_without_it(tmp_path, monkeypatch):
     monkeypatch.setenv("MY_KEY", SECRET)
-    with MockOpenAI(faults=lambda i, body: (400, {}, json.dumps({"detail": f"bad request with key {SECRET}"}))) as server:
+    with MockOpenAI(
+        faults=lambda i, body: (400, {}, json.dumps({"detail": f"bad request with key {SECRET}"}))
+    ) as server:
         gen = get_generator("openai:m", base_url=server.base_url, api_key_env="MY_KEY")
         with pytest.raises(GeneratorError) as info:
             await gen.generate(conv(), 1)
@@ -78,7 +84,8 @@ def test_cli_scan_keeps_every_key_and_header_secret_out_of_the_store(tmp_path):
     env = {"MY_KEY": SECRET + "\n", "TEAM_TOKEN": "tok-" + SECRET}
     with MockOpenAI(faults=lambda i, body: (500, {}, f"upstream saw {SECRET}") if i == 0 else None) as server:
         config = tmp_path / "scan.yaml"
-        config.write_text(textwrap.dedent(f"""
+        config.write_text(
+            textwrap.dedent(f"""
             model: openai:m
             generator:
               base_url: {server.base_url}
@@ -87,7 +94,8 @@ def test_cli_scan_keeps_every_key_and_header_secret_out_of_the_store(tmp_path):
               max_retries: 0
             probes: harmful.Requests
             sample: 3
-        """))
+        """)
+        )
         proc = run_cli("scan", "--config", str(config), "--store", str(db), "--json", env=env)
     assert proc.returncode == 0, proc.stderr
     assert {h["Authorization"] for h in server.headers} == {f"Bearer {SECRET}"}
@@ -103,10 +111,23 @@ def test_cli_scan_keeps_every_key_and_header_secret_out_of_the_store(tmp_path):
 def test_cli_missing_header_variable_is_one_line_and_creates_no_run(tmp_path):
     db = tmp_path / "s.db"
     with MockOpenAI() as server:
-        proc = run_cli("scan", "-m", "rest:inhouse", "--base-url", server.base_url + "/generate",
-                       "--gen-opt", "response_path=choices.0.message.content",
-                       "--gen-opt", "headers={X-Api-Key: '${REDLINE_TEST_ABSENT_VAR}'}",
-                       "-p", "harmful.Requests", "--sample", "2", "--store", str(db))
+        proc = run_cli(
+            "scan",
+            "-m",
+            "rest:inhouse",
+            "--base-url",
+            server.base_url + "/generate",
+            "--gen-opt",
+            "response_path=choices.0.message.content",
+            "--gen-opt",
+            "headers={X-Api-Key: '${REDLINE_TEST_ABSENT_VAR}'}",
+            "-p",
+            "harmful.Requests",
+            "--sample",
+            "2",
+            "--store",
+            str(db),
+        )
     assert proc.returncode == 1
     assert proc.stderr.strip() == (
         "error: rest:inhouse header X-Api-Key needs the environment variable REDLINE_TEST_ABSENT_VAR, which is not set"
@@ -152,8 +173,18 @@ def test_an_option_the_family_does_not_read_is_an_error_not_silently_ignored(tmp
 def test_unusable_backends_are_one_error_line_and_leave_no_run(tmp_path, model, message):
     (tmp_path / "model.gguf").write_bytes(b"GGUF")
     db = tmp_path / "s.db"
-    proc = run_cli("scan", "-m", model.format(tmp=tmp_path), "-p", "harmful.Requests", "--sample", "1",
-                   "--store", str(db), timeout=60)
+    proc = run_cli(
+        "scan",
+        "-m",
+        model.format(tmp=tmp_path),
+        "-p",
+        "harmful.Requests",
+        "--sample",
+        "1",
+        "--store",
+        str(db),
+        timeout=60,
+    )
     assert proc.returncode == 1 and "Traceback" not in proc.stderr
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith(message.format(tmp=tmp_path)), proc.stderr
@@ -177,9 +208,19 @@ async def test_litellm_through_the_harness_with_passthrough_options(tmp_path, mo
     monkeypatch.setitem(sys.modules, "litellm", types.SimpleNamespace(acompletion=acompletion))
     monkeypatch.setenv("PROVIDER_KEY", SECRET)
     store = Store(tmp_path / "s.db")
-    config = ScanConfig(model="litellm:p/m", probes="harmful.Requests", sample=3, concurrency=1,
-                        generator_options={"stop": ["END"], "seed": 5, "api_key_env": "PROVIDER_KEY",
-                                           "max_retry_after": 0.01, "backoff_base": 0.01})
+    config = ScanConfig(
+        model="litellm:p/m",
+        probes="harmful.Requests",
+        sample=3,
+        concurrency=1,
+        generator_options={
+            "stop": ["END"],
+            "seed": 5,
+            "api_key_env": "PROVIDER_KEY",
+            "max_retry_after": 0.01,
+            "backoff_base": 0.01,
+        },
+    )
     run_id = await scan(config, store)
     assert {c["stop"] == ["END"] and c["seed"] == 5 for c in calls} == {True}
     errors = [a["notes"].get("error") for a in store.iter_attempt_dicts(run_id)]
@@ -201,8 +242,11 @@ async def test_llamacpp_through_the_harness_with_a_fake_module(tmp_path, monkeyp
     model = tmp_path / "m.gguf"
     model.write_bytes(b"GGUF")
     store = Store(tmp_path / "s.db")
-    config = build_scan_config({}, {"model": f"llamacpp:{model}", "probes": "harmful.Requests", "sample": 2},
-                               parse_gen_opts(["n_ctx=256", "chat_format=chatml"]))
+    config = build_scan_config(
+        {},
+        {"model": f"llamacpp:{model}", "probes": "harmful.Requests", "sample": 2},
+        parse_gen_opts(["n_ctx=256", "chat_format=chatml"]),
+    )
     run_id = await scan(config, store)
     attempts = list(store.iter_attempt_dicts(run_id))
     assert len(attempts) == 2 and all(a["outputs"][0]["text"] == "I cannot help with that." for a in attempts)
@@ -220,8 +264,15 @@ def tiny_lm(tmp_path_factory) -> Path:
 async def test_hf_local_folder_batches_concurrent_requests_with_its_chat_template(tiny_lm):
     import asyncio
 
-    gen = get_generator(f"hf:{tiny_lm}", max_tokens=3, temperature=0, batch_size=8, batch_wait=0.2,
-                        device="cpu", system_prompt="Be brief.")
+    gen = get_generator(
+        f"hf:{tiny_lm}",
+        max_tokens=3,
+        temperature=0,
+        batch_size=8,
+        batch_wait=0.2,
+        device="cpu",
+        system_prompt="Be brief.",
+    )
     batches: list[int] = []
     texts: list[str] = []
     try:
@@ -239,7 +290,10 @@ async def test_hf_local_folder_batches_concurrent_requests_with_its_chat_templat
         await gen.aclose()
     assert [len(r) for r in results] == [2, 2, 2] and all(isinstance(o.text, str) for r in results for o in r)
     assert batches == [6]  # three concurrent requests × 2 generations: one forward batch
-    assert texts[0] == "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nprompt 0<|im_end|>\n<|im_start|>assistant\n"
+    assert (
+        texts[0]
+        == "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nprompt 0<|im_end|>\n<|im_start|>assistant\n"
+    )
     assert results[0][0].text == results[0][1].text  # greedy: the same answer twice
 
 
@@ -248,13 +302,15 @@ def test_cli_hf_from_a_yaml_config(tiny_lm, tmp_path, capsys):
     from redline.cli.main import main
 
     config = tmp_path / "local.yaml"
-    config.write_text(textwrap.dedent(f"""
+    config.write_text(
+        textwrap.dedent(f"""
         model: hf:{tiny_lm}
         generator: {{max_tokens: 4, temperature: 0, device: cpu, batch_size: 4}}
         probes: [harmful.Requests]
         sample: 3
         generations: 2
-    """))
+    """)
+    )
     db = tmp_path / "s.db"
     with pytest.raises(SystemExit) as exit_info:
         main(["scan", "--config", str(config), "--store", str(db), "--json"])

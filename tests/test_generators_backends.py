@@ -75,8 +75,15 @@ async def test_litellm_calls_acompletion_with_our_options(monkeypatch):
     module = fake_litellm(lambda i, kw: litellm_response([kw["messages"][-1]["content"]] * kw.get("n", 1)))
     monkeypatch.setitem(sys.modules, "litellm", module)
     monkeypatch.setenv("MY_PROVIDER_KEY", "k-1")
-    gen = get_generator("litellm:anthropic/claude-x", max_tokens=20, temperature=0.1, api_key_env="MY_PROVIDER_KEY",
-                        base_url="http://proxy.local", timeout=5, extra_body={"metadata": {"a": 1}})
+    gen = get_generator(
+        "litellm:anthropic/claude-x",
+        max_tokens=20,
+        temperature=0.1,
+        api_key_env="MY_PROVIDER_KEY",
+        base_url="http://proxy.local",
+        timeout=5,
+        extra_body={"metadata": {"a": 1}},
+    )
     outputs = await gen.generate(conv("hello"), 2)
     assert [o.text for o in outputs] == ["hello", "hello"]
     (call,) = module.calls
@@ -104,12 +111,16 @@ async def test_litellm_retries_transient_errors_and_stops_on_fatal_ones(monkeypa
     assert out.text == "fine" and attempts == [0, 1, 2]
 
     BadRequestError = named("BadRequestError")
-    monkeypatch.setitem(sys.modules, "litellm", fake_litellm(lambda i, kw: (_ for _ in ()).throw(BadRequestError("too long", 400))))
+    monkeypatch.setitem(
+        sys.modules, "litellm", fake_litellm(lambda i, kw: (_ for _ in ()).throw(BadRequestError("too long", 400)))
+    )
     with pytest.raises(GeneratorError, match="BadRequestError"):
         await get_generator("litellm:p/m", max_retries=3).generate(conv(), 1)
 
     AuthenticationError = named("AuthenticationError")
-    monkeypatch.setitem(sys.modules, "litellm", fake_litellm(lambda i, kw: (_ for _ in ()).throw(AuthenticationError("bad key", 401))))
+    monkeypatch.setitem(
+        sys.modules, "litellm", fake_litellm(lambda i, kw: (_ for _ in ()).throw(AuthenticationError("bad key", 401)))
+    )
     with pytest.raises(GeneratorUnavailable, match="refused the key"):
         await get_generator("litellm:p/m").generate(conv(), 1)
 
@@ -133,7 +144,11 @@ async def test_llamacpp_runs_a_gguf_file_through_llama_cpp(monkeypatch, tmp_path
             created.append(kwargs)
 
         def create_chat_completion(self, messages, **kwargs):
-            return {"choices": [{"message": {"role": "assistant", "content": f" {messages[-1]['content']}!{kwargs['max_tokens']} "}}]}
+            return {
+                "choices": [
+                    {"message": {"role": "assistant", "content": f" {messages[-1]['content']}!{kwargs['max_tokens']} "}}
+                ]
+            }
 
     module = types.ModuleType("llama_cpp")
     module.Llama = Llama
@@ -144,8 +159,16 @@ async def test_llamacpp_runs_a_gguf_file_through_llama_cpp(monkeypatch, tmp_path
     assert gen.local
     outputs = await gen.generate(conv("yo"), 2)
     assert [o.text for o in outputs] == ["yo!7", "yo!7"]
-    assert created == [{"model_path": str(model), "n_ctx": 512, "n_threads": created[0]["n_threads"],
-                        "n_gpu_layers": 0, "seed": 3, "verbose": False}]
+    assert created == [
+        {
+            "model_path": str(model),
+            "n_ctx": 512,
+            "n_threads": created[0]["n_threads"],
+            "n_gpu_layers": 0,
+            "seed": 3,
+            "verbose": False,
+        }
+    ]
     await gen.aclose()
 
 
@@ -153,7 +176,9 @@ async def test_llamacpp_missing_package_or_file_is_a_clear_error(monkeypatch, tm
     model = tmp_path / "tiny.gguf"
     model.write_bytes(b"GGUF")
     monkeypatch.setitem(sys.modules, "llama_cpp", None)
-    with pytest.raises(GeneratorUnavailable, match=r"llama-cpp-python is not installed: pip install 'redline\[llamacpp\]'"):
+    with pytest.raises(
+        GeneratorUnavailable, match=r"llama-cpp-python is not installed: pip install 'redline\[llamacpp\]'"
+    ):
         await get_generator(f"llamacpp:{model}").start()
     with pytest.raises(GeneratorUnavailable, match="no GGUF file at"):
         await get_generator(f"llamacpp:{tmp_path / 'absent.gguf'}").start()

@@ -17,7 +17,8 @@ import pytest
 from helpers.mock_openai import DROP, HANG, MockOpenAI
 from redline.attempt import Conversation, Message, Turn
 from redline.generators import GeneratorError, GeneratorUnavailable, get_generator
-from redline.generators.openai import parse_retry_after, render_plain, retry_delay
+from redline.generators.openai import render_plain
+from redline.generators.transport import parse_retry_after, retry_delay
 
 FAST = {"backoff_base": 0.01, "backoff_cap": 0.05}
 
@@ -57,8 +58,9 @@ def test_render_plain_keeps_a_lone_prompt_verbatim():
 
 async def test_passthrough_parameters_and_extra_body_reach_the_request():
     with MockOpenAI() as server:
-        gen = get_generator("openai:m", base_url=server.base_url, seed=7, stop=["END"], top_p=0.5,
-                            extra_body={"logprobs": False})
+        gen = get_generator(
+            "openai:m", base_url=server.base_url, seed=7, stop=["END"], top_p=0.5, extra_body={"logprobs": False}
+        )
         await gen.generate(conv(), 1)
         await gen.aclose()
     body = server.requests[0]
@@ -213,8 +215,14 @@ async def test_concurrency_option_caps_requests_in_flight_and_connections_are_re
 async def test_settings_leave_out_the_key_and_name_the_transport():
     os.environ["REDLINE_TEST_KEY"] = "sk-secret-value"
     try:
-        gen = get_generator("openai:m", base_url="http://127.0.0.1:9/v1", api_key_env="REDLINE_TEST_KEY",
-                            timeout=5, max_retries=2, rpm=60)
+        gen = get_generator(
+            "openai:m",
+            base_url="http://127.0.0.1:9/v1",
+            api_key_env="REDLINE_TEST_KEY",
+            timeout=5,
+            max_retries=2,
+            rpm=60,
+        )
         settings = gen.settings()
     finally:
         del os.environ["REDLINE_TEST_KEY"]
@@ -233,10 +241,35 @@ def test_cli_scan_completions_with_gen_opts_prints_the_summary(tmp_path):
     with MockOpenAI(responder=lambda msgs, body: "I'm sorry, but I can't help with that.") as server:
         env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}
         proc = subprocess.run(
-            [sys.executable, "-m", "redline", "scan", "--model", "openai-completions:any", "--base-url", server.base_url,
-             "--probes", "harmful.Requests", "--sample", "5", "--store", str(tmp_path / "c.db"), "--json",
-             "--timeout", "5", "--max-retries", "1", "--gen-opt", "top_p=0.9", "--gen-opt", "stop=[END]"],
-            capture_output=True, text=True, timeout=120, env=env,
+            [
+                sys.executable,
+                "-m",
+                "redline",
+                "scan",
+                "--model",
+                "openai-completions:any",
+                "--base-url",
+                server.base_url,
+                "--probes",
+                "harmful.Requests",
+                "--sample",
+                "5",
+                "--store",
+                str(tmp_path / "c.db"),
+                "--json",
+                "--timeout",
+                "5",
+                "--max-retries",
+                "1",
+                "--gen-opt",
+                "top_p=0.9",
+                "--gen-opt",
+                "stop=[END]",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env=env,
         )
     assert proc.returncode == 0, proc.stderr
     summary = json.loads(proc.stdout)

@@ -10,7 +10,7 @@ import pytest
 from helpers.mock_openai import MockOpenAI
 from redline.attempt import Conversation, Message, Turn
 from redline.generators import get_generator
-from redline.generators.ratelimit import RateLimiter, TokenBucket, estimate_tokens
+from redline.generators.transport.ratelimit import RateLimiter, TokenBucket, estimate_tokens
 
 
 async def test_requests_per_minute_spread_requests_over_time():

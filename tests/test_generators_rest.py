@@ -27,18 +27,34 @@ class Inhouse(MockOpenAI):
 
 def test_text_template_json_escapes_every_placeholder():
     template = '{"q": "{prompt}", "sys": "{system}", "history": {messages}, "max": {max_tokens}, "m": "{model}"}'
-    values = {"prompt": 'say "hi"\n\\ now', "system": "", "messages": [{"role": "user", "content": 'say "hi"'}],
-              "model": "bot", "max_tokens": None, "temperature": 0.5}
+    values = {
+        "prompt": 'say "hi"\n\\ now',
+        "system": "",
+        "messages": [{"role": "user", "content": 'say "hi"'}],
+        "model": "bot",
+        "max_tokens": None,
+        "temperature": 0.5,
+    }
     body = json.loads(render_body(template, values))
     assert body == {"q": 'say "hi"\n\\ now', "sys": "", "history": values["messages"], "max": None, "m": "bot"}
 
 
 def test_structured_template_puts_values_in_place():
     template = {"input": "Q: {prompt}", "history": "{messages}", "params": {"t": "{temperature}"}, "n": 1}
-    values = {"prompt": "x", "system": "", "messages": [{"role": "user", "content": "x"}], "model": "m",
-              "max_tokens": 5, "temperature": 0.2}
+    values = {
+        "prompt": "x",
+        "system": "",
+        "messages": [{"role": "user", "content": "x"}],
+        "model": "m",
+        "max_tokens": 5,
+        "temperature": 0.2,
+    }
     assert json.loads(render_body(template, values)) == {
-        "input": "Q: x", "history": values["messages"], "params": {"t": 0.2}, "n": 1}
+        "input": "Q: x",
+        "history": values["messages"],
+        "params": {"t": 0.2},
+        "n": 1,
+    }
 
 
 @pytest.mark.parametrize(
@@ -86,8 +102,9 @@ async def test_rest_generator_end_to_end_with_env_headers(monkeypatch):
 
 async def test_wildcard_path_gives_several_outputs_from_one_answer():
     with Inhouse() as server:
-        gen = get_generator("rest:x", url=server.base_url + "/gen", body={"input": "{prompt}"},
-                            response_path="result.outputs[*].text")
+        gen = get_generator(
+            "rest:x", url=server.base_url + "/gen", body={"input": "{prompt}"}, response_path="result.outputs[*].text"
+        )
         outputs = await gen.generate(conv("p"), 2)
         await gen.aclose()
     assert [o.text for o in outputs] == ["echo p", "second"] and len(server.requests) == 1
@@ -108,8 +125,9 @@ async def test_text_responses_and_put(monkeypatch):
 async def test_missing_text_is_a_malformed_answer_and_5xx_is_retried():
     faults = lambda i, body: (500, {}, "{}") if i == 0 else None
     with Inhouse(faults=faults) as server:
-        gen = get_generator("rest:x", url=server.base_url + "/g", response_path="result.nothing",
-                            backoff_base=0.01, max_retries=2)
+        gen = get_generator(
+            "rest:x", url=server.base_url + "/g", response_path="result.nothing", backoff_base=0.01, max_retries=2
+        )
         with pytest.raises(GeneratorError, match="nothing at response_path 'result.nothing'"):
             await gen.generate(conv("p"), 1)
         await gen.aclose()
@@ -129,8 +147,12 @@ async def test_configuration_mistakes_are_one_line_errors(monkeypatch):
     with pytest.raises(GeneratorUnavailable, match="does not give valid JSON"):
         await get_generator("rest:x", url="http://127.0.0.1:9/x", response_path="a", body='{"a": {prompt}}').start()
     with pytest.raises(GeneratorUnavailable, match="needs the environment variable NOT_SET_ANYWHERE"):
-        await get_generator("rest:x", url="http://127.0.0.1:9/x", response_path="a",
-                            headers={"Authorization": "Bearer ${NOT_SET_ANYWHERE}"}).start()
+        await get_generator(
+            "rest:x",
+            url="http://127.0.0.1:9/x",
+            response_path="a",
+            headers={"Authorization": "Bearer ${NOT_SET_ANYWHERE}"},
+        ).start()
 
 
 async def test_env_variable_in_the_url_is_sent_but_never_recorded(monkeypatch):
@@ -138,8 +160,13 @@ async def test_env_variable_in_the_url_is_sent_but_never_recorded(monkeypatch):
     # the server answers 500 with the full request line echoed back, as some servers do
     faults = lambda i, body: (500, {}, '{"error": "bad request to /g?key=k-very-secret-123"}')
     with Inhouse(faults=faults) as server:
-        gen = get_generator("rest:q", url=server.base_url + "/g?key=${INHOUSE_QUERY_KEY}",
-                            response_path="result.outputs.0.text", backoff_base=0.01, max_retries=1)
+        gen = get_generator(
+            "rest:q",
+            url=server.base_url + "/g?key=${INHOUSE_QUERY_KEY}",
+            response_path="result.outputs.0.text",
+            backoff_base=0.01,
+            max_retries=1,
+        )
         with pytest.raises(GeneratorError) as info:
             await gen.generate(conv("p"), 1)
         await gen.aclose()

@@ -14,9 +14,9 @@ import time
 import pytest
 
 from redline.attempt import ATTEMPT_COMPLETE, Message
-from redline.generators import GeneratorError, GeneratorUnavailable, get_generator
+from redline.engine import ScanConfig, scan
+from redline.generators import GeneratorError, GeneratorUnavailable
 from redline.generators.base import Generator
-from redline.harness import ScanConfig, scan
 from redline.report.summary import run_summary
 from redline.store import RUN_COMPLETE, RUN_INTERRUPTED, Store, StoreError
 
@@ -55,7 +55,9 @@ class FlakyGenerator(Generator):
 async def test_scan_stores_every_attempt_and_summary(tmp_path):
     store = Store(tmp_path / "r.db")
     gen = CountingGenerator()
-    run_id = await scan(ScanConfig(model="test.counting", probes="harmful.Requests", generations=2, concurrency=4), store, generator=gen)
+    run_id = await scan(
+        ScanConfig(model="test.counting", probes="harmful.Requests", generations=2, concurrency=4), store, generator=gen
+    )
     run = store.get_run(run_id)
     assert run["status"] == RUN_COMPLETE
     attempts = list(store.iter_attempts(run_id))
@@ -91,7 +93,9 @@ async def test_unavailable_generator_stops_the_run_resumably(tmp_path):
     store = Store(tmp_path / "r.db")
     runs = []
     with pytest.raises(GeneratorUnavailable, match="cannot reach"):
-        await scan(ScanConfig(model="x", probes="harmful.Requests"), store, generator=DeadGenerator(), on_run=runs.append)
+        await scan(
+            ScanConfig(model="x", probes="harmful.Requests"), store, generator=DeadGenerator(), on_run=runs.append
+        )
     assert store.get_run(runs[0])["status"] == RUN_INTERRUPTED
 
 
@@ -122,7 +126,7 @@ def test_store_refuses_secrets_and_bad_paths(tmp_path):
 KILL_SCRIPT = textwrap.dedent(
     """
     import asyncio, sys
-    from redline.harness import ScanConfig, scan
+    from redline.engine import ScanConfig, scan
     from redline.store import Store
     config = ScanConfig(model="test.echo", probes="harmful.Requests,injection.HiddenInData", concurrency=2,
                         generator_options={"delay": 0.05})

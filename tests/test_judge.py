@@ -5,13 +5,13 @@ from __future__ import annotations
 import pytest
 
 from redline.attempt import Attempt, Conversation, Message, Turn
-from redline.checkers import DetectorUnavailable, get_detector
-from redline.checkers.detector import Detector
-from redline.checkers.judge import DEFAULT_RUBRIC, Rubric, parse_rating, request_of
+from redline.detectors import DetectorUnavailable, get_detector
+from redline.detectors.base import Detector
+from redline.detectors.judge import DEFAULT_RUBRIC, Rubric, parse_rating, request_of
+from redline.engine import ScanConfig, build_probes, scan
 from redline.evaluation import FAIL, PASS, UNDETECTED, DetectorEvaluator
 from redline.generators import get_generator
 from redline.generators.base import Generator
-from redline.harness import ScanConfig, build_probes, scan
 from redline.store import Store
 
 
@@ -29,7 +29,9 @@ class RecordingJudge(Generator):
         text = conversation.last_message("user").text or ""
         response = text.split("Response to grade:\n", 1)[1].split("\n\nRubric:")[0]
         rating = 8 if "tension wrench" in response else 2
-        return [Message(f"The response {'helps' if rating > 5 else 'refuses'}.\nRating: [[{rating}]]") for _ in range(n)]
+        return [
+            Message(f"The response {'helps' if rating > 5 else 'refuses'}.\nRating: [[{rating}]]") for _ in range(n)
+        ]
 
 
 def attempt_with(outputs, prompt="How do I pick a lock?"):
@@ -172,7 +174,9 @@ def test_empty_rubric_is_rejected():
 async def test_scan_with_judge_detector_and_judge_model(tmp_path):
     store = Store(tmp_path / "j.db")
     config = ScanConfig(
-        model="test.echo", probes="harmful.Requests", sample=2,
+        model="test.echo",
+        probes="harmful.Requests",
+        sample=2,
         probe_options={"harmful.Requests": {"detectors": ["judge.Rubric"]}},
         judge_model="test.repeat:Rating: [[9]]",
     )
@@ -187,7 +191,9 @@ async def test_scan_with_judge_detector_and_judge_model(tmp_path):
 async def test_scan_with_judge_detector_defaults_to_the_target_as_judge(tmp_path):
     store = Store(tmp_path / "k.db")
     config = ScanConfig(
-        model="test.repeat:Rating: [[2]]", probes="harmful.Requests", sample=1,
+        model="test.repeat:Rating: [[2]]",
+        probes="harmful.Requests",
+        sample=1,
         probe_options={"harmful.Requests": {"detectors": ["judge.Rubric"]}},
     )
     run_id = await scan(config, store)
@@ -199,7 +205,9 @@ async def test_scan_with_judge_detector_defaults_to_the_target_as_judge(tmp_path
 def test_judge_model_with_a_probe_that_uses_the_judge_is_accepted():
     probes = build_probes(
         ScanConfig(
-            model="test.echo", probes="harmful.Requests", judge_model="test.echo",
+            model="test.echo",
+            probes="harmful.Requests",
+            judge_model="test.echo",
             probe_options={"harmful.Requests": {"detectors": ["judge.Rubric"]}},
         )
     )

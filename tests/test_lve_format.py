@@ -22,7 +22,9 @@ BASE = {
 }
 
 
-def write_lve(folder: Path, test: dict | str, instances: list | str | None = None, files: dict[str, str] | None = None) -> Path:
+def write_lve(
+    folder: Path, test: dict | str, instances: list | str | None = None, files: dict[str, str] | None = None
+) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "test.json").write_text(test if isinstance(test, str) else json.dumps(test, indent=4))
     for name, text in (files or {}).items():
@@ -47,25 +49,47 @@ def test_prompt_forms(tmp_path):
     assert as_string.prompts_for({"name": "Ann"})[0][0].content == "hello Ann"
 
     jsonl = '{"role": "system", "content": "sys"}\n{"role": "user", "content": "hi {name}"}\n'
-    from_jsonl = load_lve(write_lve(tmp_path / "j", {**{k: v for k, v in BASE.items() if k != "prompt"}, "prompt_file": "test.prompt"}, files={"test.prompt": jsonl}))
+    from_jsonl = load_lve(
+        write_lve(
+            tmp_path / "j",
+            {**{k: v for k, v in BASE.items() if k != "prompt"}, "prompt_file": "test.prompt"},
+            files={"test.prompt": jsonl},
+        )
+    )
     assert [m.role for m in from_jsonl.prompt] == [Role.system, Role.user]
 
     single = '{\n  "role": "user",\n  "content": "one {name}"\n}\n'
-    from_single = load_lve(write_lve(tmp_path / "o", {**{k: v for k, v in BASE.items() if k != "prompt"}, "prompt_file": "test.prompt"}, files={"test.prompt": single}))
+    from_single = load_lve(
+        write_lve(
+            tmp_path / "o",
+            {**{k: v for k, v in BASE.items() if k != "prompt"}, "prompt_file": "test.prompt"},
+            files={"test.prompt": single},
+        )
+    )
     assert from_single.prompt[0].content == "one {name}"
 
     text = "Plain text prompt for {name}.\nSecond line.\n"
-    from_text = load_lve(write_lve(tmp_path / "t", {**{k: v for k, v in BASE.items() if k != "prompt"}, "prompt_file": "test.prompt"}, files={"test.prompt": text}))
+    from_text = load_lve(
+        write_lve(
+            tmp_path / "t",
+            {**{k: v for k, v in BASE.items() if k != "prompt"}, "prompt_file": "test.prompt"},
+            files={"test.prompt": text},
+        )
+    )
     assert from_text.prompt[0].role == Role.user and from_text.prompt[0].content == text
 
 
 def test_image_and_multi_variable_prompts(tmp_path):
-    test = {**BASE, "prompt": [
-        {"role": "user", "content": "Which mountain?", "image_url": "{img}"},
-        {"role": "assistant", "variable": "first"},
-        {"role": "user", "content": "Sure?"},
-        {"role": "assistant", "variable": "second"},
-    ], "prompt_parameters": ["img"]}
+    test = {
+        **BASE,
+        "prompt": [
+            {"role": "user", "content": "Which mountain?", "image_url": "{img}"},
+            {"role": "assistant", "variable": "first"},
+            {"role": "user", "content": "Sure?"},
+            {"role": "assistant", "variable": "second"},
+        ],
+        "prompt_parameters": ["img"],
+    }
     lve = load_lve(write_lve(tmp_path / "v", test))
     (chat,) = lve.prompts_for({"img": "https://example.org/m.png"})
     assert chat[0].image_url == "https://example.org/m.png"
@@ -84,7 +108,10 @@ def test_multi_run_prompt_with_repetitions(tmp_path):
 
 
 def test_templated_checker_arguments_take_instance_values(tmp_path):
-    test = {**BASE, "checker_args": {"checker_name": "RegexChecker", "pattern": "^{name}[0-9]{{1,2}}$", "match_safe": True}}
+    test = {
+        **BASE,
+        "checker_args": {"checker_name": "RegexChecker", "pattern": "^{name}[0-9]{{1,2}}$", "match_safe": True},
+    }
     lve = load_lve(write_lve(tmp_path / "r", test))
     checker = lve.checker(args={"name": "ab", "temperature": 0.3})
     assert checker.pattern.pattern == "^ab[0-9]{1,2}$"
@@ -107,21 +134,59 @@ def test_split_args_and_missing_parameters(tmp_path):
         ({k: v for k, v in BASE.items() if k != "description"}, "missing field 'description'"),
         ({**BASE, "checker_args": {"pattern": "x"}}, "needs a 'checker_name'"),
         ({**BASE, "checker_args": {"checker_name": "NoSuchChecker"}}, "unknown checker 'NoSuchChecker'"),
-        ({**BASE, "checker_args": {"checker_name": "RegexCheckr", "pattern": "x", "match_safe": True}}, "did you mean RegexChecker"),
-        ({**BASE, "checker_args": {"checker_name": "RegexChecker", "pattern": "(unclosed", "match_safe": True}}, "bad regex in 'pattern'"),
-        ({**BASE, "checker_args": {"checker_name": "RegexChecker", "pattern": "x", "match_safe": True, "flags": "Q"}}, "unknown regex flag"),
+        (
+            {**BASE, "checker_args": {"checker_name": "RegexCheckr", "pattern": "x", "match_safe": True}},
+            "did you mean RegexChecker",
+        ),
+        (
+            {**BASE, "checker_args": {"checker_name": "RegexChecker", "pattern": "(unclosed", "match_safe": True}},
+            "bad regex in 'pattern'",
+        ),
+        (
+            {
+                **BASE,
+                "checker_args": {"checker_name": "RegexChecker", "pattern": "x", "match_safe": True, "flags": "Q"},
+            },
+            "unknown regex flag",
+        ),
         ({**BASE, "checker_args": {"checker_name": "RegexChecker", "pattern": "x"}}, "needs argument(s) match_safe"),
-        ({**BASE, "checker_args": {"checker_name": "RegexChecker", "pattern": "x", "match_safe": True, "colour": 1}}, "has no argument(s) colour"),
-        ({**BASE, "checker_args": {"checker_name": "LambdaChecker", "func": "lambda r: __import__('os')"}}, "refused lambda in 'func'"),
+        (
+            {**BASE, "checker_args": {"checker_name": "RegexChecker", "pattern": "x", "match_safe": True, "colour": 1}},
+            "has no argument(s) colour",
+        ),
+        (
+            {**BASE, "checker_args": {"checker_name": "LambdaChecker", "func": "lambda r: __import__('os')"}},
+            "refused lambda in 'func'",
+        ),
         ({**BASE, "prompt_parameters": "name"}, "'prompt_parameters' must be a list"),
         ({**BASE, "model": 3}, "'model' must be a string, not int"),
         ({**BASE, "prompt_file": "test.prompt"}, "exactly one of 'prompt', 'prompt_file', 'multi_run_prompt'"),
-        ({**{k: v for k, v in BASE.items() if k != "prompt"}, "prompt_file": "missing.prompt"}, "prompt_file 'missing.prompt': no such file"),
+        (
+            {**{k: v for k, v in BASE.items() if k != "prompt"}, "prompt_file": "missing.prompt"},
+            "prompt_file 'missing.prompt': no such file",
+        ),
         ({**BASE, "prompt": [{"role": "robot", "content": "x"}]}, "unknown role 'robot'"),
         ({**BASE, "prompt": [{"role": "user"}]}, "message 1 (user) has no 'content'"),
         ({**BASE, "prompt": []}, "the prompt is empty"),
-        ({**BASE, "prompt": [{"role": "user", "content": "q"}, {"role": "assistant"}, {"role": "user", "content": "q"}, {"role": "assistant"}]}, "each needs a 'variable'"),
-        ({**{k: v for k, v in BASE.items() if k != "prompt"}, "multi_run_prompt": [{"prompt": "x", "repetitions": 0}]}, "'repetitions' must be a positive integer"),
+        (
+            {
+                **BASE,
+                "prompt": [
+                    {"role": "user", "content": "q"},
+                    {"role": "assistant"},
+                    {"role": "user", "content": "q"},
+                    {"role": "assistant"},
+                ],
+            },
+            "each needs a 'variable'",
+        ),
+        (
+            {
+                **{k: v for k, v in BASE.items() if k != "prompt"},
+                "multi_run_prompt": [{"prompt": "x", "repetitions": 0}],
+            },
+            "'repetitions' must be a positive integer",
+        ),
     ],
 )
 def test_malformed_test_json_is_one_line_naming_file_line_and_problem(tmp_path, test, needle):
@@ -139,14 +204,21 @@ def test_checker_errors_point_at_the_line_of_the_argument(tmp_path):
     folder = write_lve(tmp_path / "line", test)
     text = (folder / "test.json").read_text().splitlines()
     line = next(i for i, l in enumerate(text, start=1) if '"func"' in l)
-    with pytest.raises(LVEFormatError, match=rf"test.json:{line}: checker LambdaChecker: refused lambda in 'func': name 'open' is forbidden"):
+    with pytest.raises(
+        LVEFormatError,
+        match=rf"test.json:{line}: checker LambdaChecker: refused lambda in 'func': name 'open' is forbidden",
+    ):
         load_lve(folder)
 
 
 def test_prompt_file_errors_name_the_line(tmp_path):
     test = {k: v for k, v in BASE.items() if k != "prompt"}
     test["prompt_file"] = "test.prompt"
-    folder = write_lve(tmp_path / "pf", test, files={"test.prompt": '{"role": "user", "content": "a"}\n{"role": "bot", "content": "b"}\n'})
+    folder = write_lve(
+        tmp_path / "pf",
+        test,
+        files={"test.prompt": '{"role": "user", "content": "a"}\n{"role": "bot", "content": "b"}\n'},
+    )
     with pytest.raises(LVEFormatError, match=r"test.prompt:2: message 1 has unknown role 'bot'"):
         load_lve(folder)
 
@@ -179,7 +251,7 @@ def test_instances_yield_errors_in_place_and_go_on(tmp_path):
     assert "i.jsonl:3: bad JSON" in str(items[1])
 
 
-CUSTOM = '''
+CUSTOM = """
 from lve.checkers.base import BaseChecker
 from lve.utils.importutils import ensure_installed
 import pathlib
@@ -189,7 +261,7 @@ pathlib.Path(__file__).with_name("imported").write_text("yes")
 class ShoutChecker(BaseChecker):
     def is_safe(self, prompt_out, param_values=None) -> bool:
         return self.extract_response_from_prompt(prompt_out).isupper()
-'''
+"""
 
 
 def test_custom_checker_is_imported_only_with_trust_code(tmp_path):
@@ -203,7 +275,7 @@ def test_custom_checker_is_imported_only_with_trust_code(tmp_path):
     checker = lve.checker(trust_code=True)
     assert (folder / "checker" / "imported").exists()
     assert type(checker).custom is True
-    from redline.checkers.registry import UnknownCheckerError, get_checker_class
+    from redline.lve.checkers.registry import UnknownCheckerError, get_checker_class
 
     with pytest.raises(UnknownCheckerError):  # custom classes stay with their LVE
         get_checker_class("ShoutChecker")
@@ -226,14 +298,20 @@ def test_find_lves(tmp_path):
     ("root", "count", "first", "monotonic", "identifier", "regex_lve", "fragment"),
     over_repos(
         (
-            8, "dummy/arithmetic/multiply/hf--smollm2-135m-instruct",
-            "reliability/consistency/boiling_point/openai--gpt-4o-mini", "temp([0-9]+)",
-            "security/secrets/live_api_key/openai--gpt-4o-mini", "[0-9A-Za-z]{24}",  # {{24}} in test.json
+            8,
+            "dummy/arithmetic/multiply/hf--smollm2-135m-instruct",
+            "reliability/consistency/boiling_point/openai--gpt-4o-mini",
+            "temp([0-9]+)",
+            "security/secrets/live_api_key/openai--gpt-4o-mini",
+            "[0-9A-Za-z]{24}",  # {{24}} in test.json
         ),
         (
-            6, "dummy/math/a_plus_b/openai--gpt-35-turbo",
-            "reliability/consistency/monotonicity/openai--gpt-35-turbo", "answer([0-9]+)",
-            "dummy/strings/car_plates_regex/openai--gpt-35-turbo", "[0-9]{1,6}$",  # {{1,6}} in test.json
+            6,
+            "dummy/math/a_plus_b/openai--gpt-35-turbo",
+            "reliability/consistency/monotonicity/openai--gpt-35-turbo",
+            "answer([0-9]+)",
+            "dummy/strings/car_plates_regex/openai--gpt-35-turbo",
+            "[0-9]{1,6}$",  # {{1,6}} in test.json
         ),
     ),
 )
@@ -256,7 +334,15 @@ def test_the_fixture_covers_the_format():
     """tests/data/lves keeps every form the LVE tests rely on."""
     lves = {load_lve(p, root=FIXTURE_LVES).name: load_lve(p, root=FIXTURE_LVES) for p in find_lves(FIXTURE_LVES)}
     checkers = {lve.checker_name for lve in lves.values()}
-    assert {"LambdaChecker", "MultiRunLambdaChecker", "RegexChecker", "MonotonicityChecker", "PII_Checker", "NumberChecker", "ExactMatchChecker"} <= checkers
+    assert {
+        "LambdaChecker",
+        "MultiRunLambdaChecker",
+        "RegexChecker",
+        "MonotonicityChecker",
+        "PII_Checker",
+        "NumberChecker",
+        "ExactMatchChecker",
+    } <= checkers
     both = lves["dummy/arithmetic/multiply_both_orders/hf--smollm2-135m-instruct"]
     assert [(r.name, r.repetitions) for r in both.multi_run_prompt] == [("x times y", 2), ("y times x", 1)]
     boiling = lves["reliability/consistency/boiling_point/openai--gpt-4o-mini"]

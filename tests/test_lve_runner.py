@@ -54,7 +54,12 @@ def cli(*args: str):
 @pytest.mark.parametrize(
     ("root", "lve", "params", "answers", "chat"),
     over_repos(
-        (MULTIPLY, {"x": "6", "y": "7"}, ["42", "41"], [("system", CALCULATOR), ("user", "How much is 6 multiplied by 7?")]),
+        (
+            MULTIPLY,
+            {"x": "6", "y": "7"},
+            ["42", "41"],
+            [("system", CALCULATOR), ("user", "How much is 6 multiplied by 7?")],
+        ),
         (A_PLUS_B, {"a": "2", "b": "3"}, ["5", "6"], [("user", "Compute 2 + 3. Write a single number.")]),
     ),
 )
@@ -94,7 +99,11 @@ async def test_multi_variable_prompt_is_filled_turn_by_turn(root, lve, params, a
     assert run.response[variables[1]] == answers[1]
     # each question sees the earlier answers
     assert len(generator.seen) == len(variables)
-    assert generator.seen[1][-3:] == [("user", generator.seen[0][-1][1]), ("assistant", answers[0]), ("user", generator.seen[1][-1][1])]
+    assert generator.seen[1][-3:] == [
+        ("user", generator.seen[0][-1][1]),
+        ("assistant", answers[0]),
+        ("user", generator.seen[1][-1][1]),
+    ]
     assert generator.seen[-1][-1] == ("user", last_question)
     assert run.safe is False
 
@@ -102,8 +111,18 @@ async def test_multi_variable_prompt_is_filled_turn_by_turn(root, lve, params, a
 @pytest.mark.parametrize(
     ("root", "lve", "params", "answers", "prompts"),
     over_repos(
-        (BOTH_ORDERS, {"x": "6", "y": "7"}, ["42", "42", "42"], ["Multiply 6 by 7. Digits only."] * 2 + ["Multiply 7 by 6. Digits only."]),
-        (MULTIRUN, {"a": "3", "b": "1"}, ["4", "4"], ["Compute 3 + 1. Write a single number.", "Compute 1 + 3. Write a single number."]),
+        (
+            BOTH_ORDERS,
+            {"x": "6", "y": "7"},
+            ["42", "42", "42"],
+            ["Multiply 6 by 7. Digits only."] * 2 + ["Multiply 7 by 6. Digits only."],
+        ),
+        (
+            MULTIRUN,
+            {"a": "3", "b": "1"},
+            ["4", "4"],
+            ["Compute 3 + 1. Write a single number.", "Compute 1 + 3. Write a single number."],
+        ),
     ),
 )
 async def test_multi_run_lve_runs_each_prompt(root, lve, params, answers, prompts):
@@ -120,16 +139,23 @@ async def test_complete_chat_appends_a_response_slot():
     from redline.lve.prompt import LVEMessage, Role
 
     chat = await complete_chat(Scripted(["ok"]), [LVEMessage(Role.user, "hi")])
-    assert [(m.role, m.content, m.variable) for m in chat] == [(Role.user, "hi", None), (Role.assistant, "ok", "response")]
+    assert [(m.role, m.content, m.variable) for m in chat] == [
+        (Role.user, "hi", None),
+        (Role.assistant, "ok", "response"),
+    ]
 
 
-@pytest.mark.parametrize(("root", "lve", "params", "right"), over_repos((MULTIPLY, {"x": 2, "y": 3}, "6"), (A_PLUS_B, {"a": 1, "b": 2}, "3")))
+@pytest.mark.parametrize(
+    ("root", "lve", "params", "right"), over_repos((MULTIPLY, {"x": 2, "y": 3}, "6"), (A_PLUS_B, {"a": 1, "b": 2}, "3"))
+)
 async def test_recorded_instances_verify(root, lve, params, right, tmp_path):
     folder = tmp_path / "lve"
     shutil.copytree(root / lve, folder)
     shutil.rmtree(folder / "instances")
     lve = load_lve(folder)
-    results = await record_lve(lve, Scripted([right, "4"]), [params, params], model="scripted", model_args={"temperature": 0.5})
+    results = await record_lve(
+        lve, Scripted([right, "4"]), [params, params], model="scripted", model_args={"temperature": 0.5}
+    )
     assert [r.safe for r, _ in results] == [True, False]
     lines = [json.loads(l) for l in (folder / "instances" / "redline.jsonl").read_text().splitlines()]
     assert lines[0]["args"] == {"temperature": 0.5, **params}
@@ -139,7 +165,10 @@ async def test_recorded_instances_verify(root, lve, params, right, tmp_path):
 
 @pytest.mark.parametrize(
     ("root", "lve", "p1", "p2", "echoed", "right"),
-    over_repos((MULTIPLY, "x", "y", "How much is 1 multiplied by 2?", "2"), (A_PLUS_B, "a", "b", "Compute 1 + 2. Write a single number.", "3")),
+    over_repos(
+        (MULTIPLY, "x", "y", "How much is 1 multiplied by 2?", "2"),
+        (A_PLUS_B, "a", "b", "Compute 1 + 2. Write a single number.", "3"),
+    ),
 )
 def test_run_cli_with_test_echo(root, lve, p1, p2, echoed, right):
     result = cli("run", str(root / lve), "--model", "test.echo", "-p", f"{p1}=1", "-p", f"{p2}=2", "--json")
@@ -190,18 +219,40 @@ def test_record_cli_appends_instances(root, lve, recorded, p1, p2, rows, answer,
     shutil.copytree(root / lve, folder)
     params = tmp_path / "params.jsonl"
     params.write_text(rows)
-    result = cli("record", str(folder), "--model", f"test.repeat:{answer}", "--params", str(params), "--author", "me", "--temperature", "0")
+    result = cli(
+        "record",
+        str(folder),
+        "--model",
+        f"test.repeat:{answer}",
+        "--params",
+        str(params),
+        "--author",
+        "me",
+        "--temperature",
+        "0",
+    )
     assert result.exit_code == 0, result.output
     assert "recorded 2 instance(s), 1 unsafe" in result.stdout
     lines = [json.loads(l) for l in (folder / "instances" / "redline.jsonl").read_text().splitlines()]
-    assert [(l["response"], l["passed"], l["author"], l["args"]["temperature"]) for l in lines] == [(answer, True, "me", 0.0), (answer, False, "me", 0.0)]
-    assert verify(folder).as_dict() == {"total": recorded + 2, "agree": recorded + 2, "disagree": [], "skipped": [], "errors": []}
+    assert [(l["response"], l["passed"], l["author"], l["args"]["temperature"]) for l in lines] == [
+        (answer, True, "me", 0.0),
+        (answer, False, "me", 0.0),
+    ]
+    assert verify(folder).as_dict() == {
+        "total": recorded + 2,
+        "agree": recorded + 2,
+        "disagree": [],
+        "skipped": [],
+        "errors": [],
+    }
 
     params.write_text(json.dumps({p1: 1}) + "\n")
     bad = cli("record", str(folder), "--model", "test.echo", "--params", str(params))
     assert bad.exit_code == 1 and bad.stderr.strip() == f"error: {params}:1: missing parameter(s) {p2}"
     params.write_text("{nope\n")
-    assert "params.jsonl:1: bad JSON" in cli("record", str(folder), "--model", "test.echo", "--params", str(params)).stderr
+    assert (
+        "params.jsonl:1: bad JSON" in cli("record", str(folder), "--model", "test.echo", "--params", str(params)).stderr
+    )
 
 
 def test_custom_checker_lve_refuses_to_run_without_trust(tmp_path):
@@ -210,7 +261,9 @@ def test_custom_checker_lve_refuses_to_run_without_trust(tmp_path):
     (folder / "checker" / "checker.py").write_text(
         "from lve.checkers.base import BaseChecker\n\nclass Yes(BaseChecker):\n    def is_safe(self, prompt, response, param_values=None):\n        return True\n"
     )
-    (folder / "test.json").write_text(json.dumps({"description": "d", "model": "m", "prompt": "hi", "checker_args": {"checker_name": "Yes"}}))
+    (folder / "test.json").write_text(
+        json.dumps({"description": "d", "model": "m", "prompt": "hi", "checker_args": {"checker_name": "Yes"}})
+    )
     refused = cli("run", str(folder), "--model", "test.echo")
     assert refused.exit_code == 1 and "--trust-code" in refused.stderr
     trusted = cli("run", str(folder), "--model", "test.echo", "--trust-code", "--json")
@@ -223,7 +276,10 @@ def test_redline_lve_through_the_main_entry_point(root, below, agree):
     src = Path(__file__).resolve().parents[1] / "src"
     proc = subprocess.run(
         [sys.executable, "-m", "redline", "lve", "verify", str(root / below), "--json"],
-        capture_output=True, text=True, timeout=120, env={"PYTHONPATH": str(src), "PATH": ""},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={"PYTHONPATH": str(src), "PATH": ""},
     )
     if "No such command 'lve'" in proc.stderr:
         pytest.skip("the main CLI does not mount 'lve' yet")
@@ -237,8 +293,16 @@ def test_redline_lve_through_the_main_entry_point(root, below, agree):
         (
             "42",
             {
-                "lve.arithmetic/multiply/hf--smollm2-135m-instruct": {"attempts": 8, "failed": 8, "errored": 0},  # 9 instances, 8 distinct parameter sets
-                "lve.arithmetic/multiply_both_orders/hf--smollm2-135m-instruct": {"attempts": 3, "failed": 2, "errored": 0},  # 42 = 6 * 7 in every run
+                "lve.arithmetic/multiply/hf--smollm2-135m-instruct": {
+                    "attempts": 8,
+                    "failed": 8,
+                    "errored": 0,
+                },  # 9 instances, 8 distinct parameter sets
+                "lve.arithmetic/multiply_both_orders/hf--smollm2-135m-instruct": {
+                    "attempts": 3,
+                    "failed": 2,
+                    "errored": 0,
+                },  # 42 = 6 * 7 in every run
                 "lve.units/kilometres_to_metres/hf--smollm2-360m-instruct": {"attempts": 5, "failed": 5, "errored": 0},
             },
         ),
@@ -256,8 +320,23 @@ def test_scan_runs_lves_as_probes(root, answer, expected, tmp_path):
     """``redline scan --lve`` (the harness's LVE probes) runs on this package's LVE API."""
     src = Path(__file__).resolve().parents[1] / "src"
     proc = subprocess.run(
-        [sys.executable, "-m", "redline", "scan", "--lve", str(root / "dummy"), "-m", f"test.repeat:{answer}", "--store", str(tmp_path / "l.db"), "--json"],
-        capture_output=True, text=True, timeout=120, env={"PYTHONPATH": str(src), "PATH": ""},
+        [
+            sys.executable,
+            "-m",
+            "redline",
+            "scan",
+            "--lve",
+            str(root / "dummy"),
+            "-m",
+            f"test.repeat:{answer}",
+            "--store",
+            str(tmp_path / "l.db"),
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={"PYTHONPATH": str(src), "PATH": ""},
     )
     if "No such option: --lve" in proc.stderr:
         pytest.skip("scan --lve is not available")

@@ -95,7 +95,9 @@ def test_a_flipped_verdict_is_reported_with_file_and_line(root, lve, file, line,
     assert result.exit_code == 1
     data = json.loads(result.stdout)
     assert (data["total"], data["agree"]) == (total, agree)
-    assert data["disagree"] == [{"file": path.as_posix(), "line": line, "expected": not recorded, "got": recorded, "checker": "LambdaChecker"}]
+    assert data["disagree"] == [
+        {"file": path.as_posix(), "line": line, "expected": not recorded, "got": recorded, "checker": "LambdaChecker"}
+    ]
     table = cli("verify", str(repo))
     assert table.exit_code == 1 and f"{file}:{line}" in table.stdout
 
@@ -127,7 +129,9 @@ def test_broken_lves_are_reported_and_the_others_verified(root, lambda_lve, rege
     assert "error: " in text.stderr and f"{instances.name}:{bad_line}" in text.stderr
 
 
-@pytest.mark.parametrize(("root", "lve", "params", "agree"), over_repos((MULTIPLY, "x, y", 35 - 9 - 2), (A_PLUS_B, "a, b", 15)))
+@pytest.mark.parametrize(
+    ("root", "lve", "params", "agree"), over_repos((MULTIPLY, "x, y", 35 - 9 - 2), (A_PLUS_B, "a, b", 15))
+)
 def test_a_malicious_lambda_in_a_shared_file_is_refused_and_never_runs(root, lve, params, agree, tmp_path):
     repo = _copy(root, tmp_path)
     marker = tmp_path / "pwned"
@@ -147,10 +151,17 @@ def test_a_malicious_lambda_in_a_shared_file_is_refused_and_never_runs(root, lve
 def test_a_templated_lambda_is_checked_after_substitution(tmp_path):
     lve = tmp_path / "t"
     (lve / "instances").mkdir(parents=True)
-    (lve / "test.json").write_text(json.dumps({
-        "description": "d", "model": "m", "prompt": "say {word}", "prompt_parameters": ["word"],
-        "checker_args": {"checker_name": "LambdaChecker", "func": "lambda r, word: r == '{word}'"},
-    }))
+    (lve / "test.json").write_text(
+        json.dumps(
+            {
+                "description": "d",
+                "model": "m",
+                "prompt": "say {word}",
+                "prompt_parameters": ["word"],
+                "checker_args": {"checker_name": "LambdaChecker", "func": "lambda r, word: r == '{word}'"},
+            }
+        )
+    )
     rows = [
         {"args": {"word": "hi"}, "response": "hi", "passed": True},
         {"args": {"word": "x' or __import__('os').system('id') or '"}, "response": "?", "passed": True},
@@ -162,13 +173,13 @@ def test_a_templated_lambda_is_checked_after_substitution(tmp_path):
     assert error["line"] == 2 and "'__import__' is forbidden" in error["reason"]
 
 
-CUSTOM = '''
+CUSTOM = """
 from lve.checkers import BaseChecker
 
 class EvenLengthChecker(BaseChecker):
     def is_safe(self, prompt, response, param_values=None):
         return len(response) % 2 == 0
-'''
+"""
 
 
 def test_custom_checkers_are_skipped_without_trust_code(tmp_path):
@@ -176,7 +187,11 @@ def test_custom_checkers_are_skipped_without_trust_code(tmp_path):
     (lve / "checker").mkdir(parents=True)
     (lve / "instances").mkdir()
     (lve / "checker" / "checker.py").write_text(CUSTOM)
-    (lve / "test.json").write_text(json.dumps({"description": "d", "model": "m", "prompt": "x", "checker_args": {"checker_name": "EvenLengthChecker"}}))
+    (lve / "test.json").write_text(
+        json.dumps(
+            {"description": "d", "model": "m", "prompt": "x", "checker_args": {"checker_name": "EvenLengthChecker"}}
+        )
+    )
     rows = [{"args": {}, "response": "ab", "passed": True}, {"args": {}, "response": "abc", "passed": False}]
     (lve / "instances" / "i.jsonl").write_text("\n".join(json.dumps(r) for r in rows) + "\n")
     result = cli("verify", str(tmp_path), "--json")
@@ -195,21 +210,33 @@ def test_custom_checkers_are_skipped_without_trust_code(tmp_path):
     over_repos(
         (
             "dummy/arithmetic/multiply_both_orders/hf--smollm2-135m-instruct",
-            {"args": {"x": "6", "y": "7"}, "response": ["42", "42"], "passed": True}, 3,
+            {"args": {"x": "6", "y": "7"}, "response": ["42", "42"], "passed": True},
+            3,
             "reliability/consistency/boiling_point/openai--gpt-4o-mini",
-            {"args": {"height1": "0", "height2": "900", "height3": "1800", "height4": "2700"}, "response": {"temp1": "[T=100]", "temp3": "[T=94]"}, "passed": True},
+            {
+                "args": {"height1": "0", "height2": "900", "height3": "1800", "height4": "2700"},
+                "response": {"temp1": "[T=100]", "temp3": "[T=94]"},
+                "passed": True,
+            },
             "temp2",
         ),
         (
             "dummy/math/a_plus_b_multirun/openai--gpt-35-turbo",
-            {"args": {"a": "3", "b": "1"}, "response": ["4"], "passed": True}, 2,
+            {"args": {"a": "3", "b": "1"}, "response": ["4"], "passed": True},
+            2,
             "reliability/consistency/monotonicity/openai--gpt-35-turbo",
-            {"args": {"year1": "1", "year2": "2", "year3": "3", "year4": "4", "year5": "5"}, "response": {"answer1": "1"}, "passed": True},
+            {
+                "args": {"year1": "1", "year2": "2", "year3": "3", "year4": "4", "year5": "5"},
+                "response": {"answer1": "1"},
+                "passed": True,
+            },
             "answer2",
         ),
     ),
 )
-def test_multi_run_and_multi_variable_responses_must_fit_the_prompt(root, multirun_lve, multirun, runs, mono_lve, mono, missing, tmp_path):
+def test_multi_run_and_multi_variable_responses_must_fit_the_prompt(
+    root, multirun_lve, multirun, runs, mono_lve, mono, missing, tmp_path
+):
     repo = _copy(root, tmp_path)
     (repo / multirun_lve / "instances" / "instances.jsonl").write_text(json.dumps(multirun) + "\n")
     (repo / mono_lve / "instances" / "instances.jsonl").write_text(json.dumps(mono) + "\n")

@@ -68,12 +68,30 @@ async def test_missing_key_for_the_default_endpoint_is_unavailable(monkeypatch):
 
 def test_cli_scan_against_a_local_openai_compatible_server(tmp_path):
     refusal = "I'm sorry, but I can't help with that."
-    with MockOpenAI(responder=lambda msgs, body: refusal if "bomb" in msgs[-1]["content"] else "Sure, here it is.") as server:
+    with MockOpenAI(
+        responder=lambda msgs, body: refusal if "bomb" in msgs[-1]["content"] else "Sure, here it is."
+    ) as server:
         env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}
         proc = subprocess.run(
-            [sys.executable, "-m", "redline", "scan", "--model", "openai:any", "--base-url", server.base_url,
-             "--probes", "harmful.Requests", "--store", str(tmp_path / "o.db"), "--json"],
-            capture_output=True, text=True, timeout=120, env=env,
+            [
+                sys.executable,
+                "-m",
+                "redline",
+                "scan",
+                "--model",
+                "openai:any",
+                "--base-url",
+                server.base_url,
+                "--probes",
+                "harmful.Requests",
+                "--store",
+                str(tmp_path / "o.db"),
+                "--json",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env=env,
         )
     assert proc.returncode == 0, proc.stderr
     summary = json.loads(proc.stdout)
@@ -89,11 +107,13 @@ async def test_images_are_sent_as_content_parts_and_text_only_models_refuse_them
 
     png = tmp_path / "cat.png"
     png.write_bytes(b"\x89PNG\r\n\x1a\nfake")
-    conversation = Conversation([
-        Turn("user", Message("What is in the picture?", data_path=str(png))),
-        Turn("assistant", Message("A cat.")),
-        Turn("user", Message("And here?", data_path="https://example.org/dog.jpg")),
-    ])
+    conversation = Conversation(
+        [
+            Turn("user", Message("What is in the picture?", data_path=str(png))),
+            Turn("assistant", Message("A cat.")),
+            Turn("user", Message("And here?", data_path="https://example.org/dog.jpg")),
+        ]
+    )
     with MockOpenAI(responder=lambda msgs, body: "seen") as server:
         gen = get_generator("openai:vision", base_url=server.base_url)
         (output,) = await gen.generate(conversation, 1)
@@ -102,7 +122,10 @@ async def test_images_are_sent_as_content_parts_and_text_only_models_refuse_them
     first, answer, last = server.requests[0]["messages"]
     assert first["content"] == [
         {"type": "text", "text": "What is in the picture?"},
-        {"type": "image_url", "image_url": {"url": "data:image/png;base64," + base64.b64encode(png.read_bytes()).decode()}},
+        {
+            "type": "image_url",
+            "image_url": {"url": "data:image/png;base64," + base64.b64encode(png.read_bytes()).decode()},
+        },
     ]
     assert answer == {"role": "assistant", "content": "A cat."}
     assert last["content"][1] == {"type": "image_url", "image_url": {"url": "https://example.org/dog.jpg"}}

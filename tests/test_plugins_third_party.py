@@ -8,9 +8,9 @@ import subprocess
 import sys
 import textwrap
 
-PLUGIN = '''
+PLUGIN = """
 from redline.attempt import Message
-from redline.checkers.detector import TextDetector
+from redline.detectors.base import TextDetector
 from redline.generators.base import Generator
 from redline.probes import PromptProbe
 
@@ -38,9 +38,9 @@ class Leaky(Generator):
     async def generate(self, conversation, n=1):
         text = conversation.last_message("user").text or ""
         return [Message("it is hunter2" if "password" in text else "hello") for _ in range(n)]
-'''
+"""
 
-ENTRY_POINTS = '''
+ENTRY_POINTS = """
 [redline.probes]
 acme.Leaks = acme_redline:Leaks
 
@@ -49,19 +49,23 @@ acme.Password = acme_redline:Password
 
 [redline.generators]
 acme = acme_redline:Leaky
-'''
+"""
 
 
 def test_a_plugin_package_is_discovered_and_scanned(tmp_path):
     site = tmp_path / "site"
     (site / "acme_redline-0.1.dist-info").mkdir(parents=True)
     (site / "acme_redline.py").write_text(textwrap.dedent(PLUGIN))
-    (site / "acme_redline-0.1.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: acme-redline\nVersion: 0.1\n")
+    (site / "acme_redline-0.1.dist-info" / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: acme-redline\nVersion: 0.1\n"
+    )
     (site / "acme_redline-0.1.dist-info" / "entry_points.txt").write_text(ENTRY_POINTS)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")])}
 
     def redline(*args):
-        return subprocess.run([sys.executable, "-m", "redline", *args], capture_output=True, text=True, env=env, timeout=120)
+        return subprocess.run(
+            [sys.executable, "-m", "redline", *args], capture_output=True, text=True, env=env, timeout=120
+        )
 
     listed = {p["name"]: p for p in json.loads(redline("list", "probes", "--json").stdout)}
     assert listed["acme.Leaks"]["detectors"] == ["acme.Password"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from redline.attempt import Attempt, Conversation, Message
+from redline.attempt import Attempt, Message
 from redline.evaluation import (
     FAIL,
     PASS,
@@ -20,8 +20,8 @@ from redline.evaluation import (
 )
 from redline.generators import get_generator
 from redline.generators.base import Generator
-from redline.probes import Probe, ProbeItem, Prompt, PromptProbe, get_probe, resolve_probes
 from redline.plugins import UnknownPluginError
+from redline.probes import Probe, ProbeItem, Prompt, PromptProbe, get_probe, resolve_probes
 
 
 class ChessProbe(Probe):
@@ -169,7 +169,7 @@ def test_wilson_interval_known_values():
 
 def test_bootstrap_is_seeded_and_covers_the_mean():
     data = [1, 0, 1, 1, 0, 1, 0, 1, 1, 1]
-    mean = lambda s: sum(s) / len(s)  # noqa: E731
+    mean = lambda s: sum(s) / len(s)
     a = bootstrap_ci(data, mean, resamples=500, seed=3)
     b = bootstrap_ci(data, mean, resamples=500, seed=3)
     assert a == b and a[0] < 0.7 < a[1]
@@ -226,7 +226,7 @@ def test_resolve_probes_names_families_and_errors():
 
 
 def test_every_builtin_probe_declares_goal_tags_and_detectors():
-    from redline.checkers import detectors
+    from redline.detectors import detectors
     from redline.probes import probes
 
     for name in probes.names():

@@ -19,7 +19,6 @@ from pathlib import Path
 import pytest
 
 from redline.report.html import render_report
-
 from test_report_fixtures import build_hostile_run
 
 CHROMIUM = next((p for p in (shutil.which("chromium"), shutil.which("chromium-browser")) if p), None)
@@ -27,9 +26,17 @@ pytestmark = pytest.mark.skipif(
     CHROMIUM is None, reason="chromium is not installed (apt-get install -y chromium chromium-driver)"
 )
 FLAGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
-    "--disable-extensions", "--hide-scrollbars", "--virtual-time-budget=3000",
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-extensions",
+    "--hide-scrollbars",
+    "--virtual-time-budget=3000",
 ]
 
 
@@ -41,7 +48,7 @@ class Attacker:
         seen = self.requests
 
         class Handler(http.server.BaseHTTPRequestHandler):
-            def do_GET(self) -> None:  # noqa: N802
+            def do_GET(self) -> None:
                 seen.append(self.path)
                 self.send_response(404)
                 self.send_header("Content-Length", "0")
@@ -56,7 +63,7 @@ class Attacker:
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
 
-    def __enter__(self) -> "Attacker":
+    def __enter__(self) -> Attacker:
         self.thread.start()
         return self
 
@@ -70,7 +77,9 @@ def chromium(page: Path, workdir: Path, *args: str) -> subprocess.CompletedProce
     profile.mkdir()
     return subprocess.run(
         [CHROMIUM, *FLAGS, f"--user-data-dir={profile}", *args, page.as_uri()],
-        capture_output=True, text=True, timeout=90,
+        capture_output=True,
+        text=True,
+        timeout=90,
     )
 
 
@@ -157,10 +166,10 @@ def test_screenshot(page, attacker, tmp_path):
 def _inject(html: str, attacker: str) -> str:
     raw = (
         "<script>document.title='PWNED'</script>"
-        f"<img src=\"{attacker}/raw-img.png\">"
+        f'<img src="{attacker}/raw-img.png">'
         "<img src=x onerror=\"document.title='PWNED-ONERROR'\">"
     )
-    return html.replace("<main class=\"wrap\">", "<main class=\"wrap\">" + raw, 1)
+    return html.replace('<main class="wrap">', '<main class="wrap">' + raw, 1)
 
 
 def test_csp_blocks_markup_even_if_escaping_failed(page, attacker, tmp_path):
@@ -177,7 +186,7 @@ def test_without_the_csp_the_same_injection_runs(page, attacker, tmp_path):
     """Control: proves the two tests above would catch an injection that runs or loads."""
     _, html, _ = page
     start = html.index('<meta http-equiv="Content-Security-Policy"')
-    unprotected = html[:start] + html[html.index(">", start) + 1:]
+    unprotected = html[:start] + html[html.index(">", start) + 1 :]
     control = tmp_path / "control.html"
     control.write_text(_inject(unprotected, attacker.url), encoding="utf-8")
     before = len(attacker.requests)

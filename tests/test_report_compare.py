@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from redline.harness import ScanConfig, scan
+from redline.engine import ScanConfig, scan
 from redline.report.compare import compare_runs, compare_summaries, newcombe_interval, two_proportion_test
 from redline.report.html import render_compare
 from redline.store import RunNotFound, Store
@@ -45,7 +45,9 @@ def runs(tmp_path_factory):
     store = Store(db)
 
     def run(model: str) -> str:
-        return asyncio.run(scan(ScanConfig(model=model, probes="harmful.Requests,injection.HiddenInData", sample=12, seed=3), store))
+        return asyncio.run(
+            scan(ScanConfig(model=model, probes="harmful.Requests,injection.HiddenInData", sample=12, seed=3), store)
+        )
 
     ids = {"echo": run("test.echo"), "blank": run("test.blank"), "echo2": run("test.echo")}
     yield store, ids, db
@@ -80,17 +82,47 @@ def _summary(run_id, probes):
 
 
 def test_bias_metrics_compare_intervals_and_probes_in_one_run_only():
-    a = _summary("a", [
-        {"probe": "bias.X", "attempts": 10, "failed": 0, "outputs": 10, "failure_rate": None, "ci95": None,
-         "metrics": {"gap": {"value": 0.05, "ci95": [-0.02, 0.12]}, "rate": {"value": 0.3, "ci95": [0.2, 0.4]}},
-         "marks": {"gap": "A", "rate": "B"}},
-        {"probe": "harmful.Only", "attempts": 4, "failed": 1, "outputs": 4, "failure_rate": 0.25, "ci95": [0.05, 0.7]},
-    ])
-    b = _summary("b", [
-        {"probe": "bias.X", "attempts": 10, "failed": 0, "outputs": 10, "failure_rate": None, "ci95": None,
-         "metrics": {"gap": {"value": -0.4, "ci95": [-0.5, -0.3]}, "rate": {"value": 0.35, "ci95": [0.25, 0.45]}},
-         "marks": {"gap": "C", "rate": "B"}},
-    ])
+    a = _summary(
+        "a",
+        [
+            {
+                "probe": "bias.X",
+                "attempts": 10,
+                "failed": 0,
+                "outputs": 10,
+                "failure_rate": None,
+                "ci95": None,
+                "metrics": {"gap": {"value": 0.05, "ci95": [-0.02, 0.12]}, "rate": {"value": 0.3, "ci95": [0.2, 0.4]}},
+                "marks": {"gap": "A", "rate": "B"},
+            },
+            {
+                "probe": "harmful.Only",
+                "attempts": 4,
+                "failed": 1,
+                "outputs": 4,
+                "failure_rate": 0.25,
+                "ci95": [0.05, 0.7],
+            },
+        ],
+    )
+    b = _summary(
+        "b",
+        [
+            {
+                "probe": "bias.X",
+                "attempts": 10,
+                "failed": 0,
+                "outputs": 10,
+                "failure_rate": None,
+                "ci95": None,
+                "metrics": {
+                    "gap": {"value": -0.4, "ci95": [-0.5, -0.3]},
+                    "rate": {"value": 0.35, "ci95": [0.25, 0.45]},
+                },
+                "marks": {"gap": "C", "rate": "B"},
+            },
+        ],
+    )
     result = compare_summaries(a, b)
     rows = {r["probe"]: r for r in result["probes"]}
     assert rows["harmful.Only"]["change"] == "only in A"
@@ -109,17 +141,44 @@ def test_compare_html_and_cli(runs, tmp_path):
     assert "Content-Security-Policy" in page
     env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}
     out = tmp_path / "cmp.html"
-    proc = subprocess.run([sys.executable, "-m", "redline", "compare", ids["blank"], ids["echo"], "--store", str(db),
-                           "--json", "--html", str(out)], capture_output=True, text=True, env=env, timeout=60)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "redline",
+            "compare",
+            ids["blank"],
+            ids["echo"],
+            "--store",
+            str(db),
+            "--json",
+            "--html",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
     assert proc.returncode == 0, proc.stderr
     data = json.loads(proc.stdout)
     assert data["run_a"]["run_id"] == ids["blank"] and data["worse"] == 1
     assert out.read_text().startswith("<!doctype html>")
-    table = subprocess.run([sys.executable, "-m", "redline", "compare", ids["blank"], ids["echo"], "--store", str(db)],
-                           capture_output=True, text=True, env=env, timeout=60)
+    table = subprocess.run(
+        [sys.executable, "-m", "redline", "compare", ids["blank"], ids["echo"], "--store", str(db)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
     assert table.returncode == 0 and "worse" in table.stdout
-    bad = subprocess.run([sys.executable, "-m", "redline", "compare", ids["blank"], "nope", "--store", str(db)],
-                         capture_output=True, text=True, env=env, timeout=60)
+    bad = subprocess.run(
+        [sys.executable, "-m", "redline", "compare", ids["blank"], "nope", "--store", str(db)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
     assert bad.returncode == 1 and "Traceback" not in bad.stderr
     assert [l for l in bad.stderr.splitlines() if l.startswith("error:")] == [
         f"error: no run 'nope' in {db} (see 'redline runs --store {db}')"

@@ -37,20 +37,25 @@ def store(tmp_path):
 
 
 def _empty_run(store: Store) -> str:
-    return store.create_run("test.echo", {"probe_names": ["harmful.Requests", "bias.ForcedChoice"], "scan": {"generations": 1}})
+    return store.create_run(
+        "test.echo", {"probe_names": ["harmful.Requests", "bias.ForcedChoice"], "scan": {"generations": 1}}
+    )
 
 
 def _interrupted_run(store: Store) -> str:
-    run_id = store.create_run("test.echo", {"probe_names": ["harmful.Requests", "bias.ForcedChoice", "output.XSS"],
-                                            "scan": {"generations": 1}})
+    run_id = store.create_run(
+        "test.echo",
+        {"probe_names": ["harmful.Requests", "bias.ForcedChoice", "output.XSS"], "scan": {"generations": 1}},
+    )
     for seq in range(3):
         a = _attempt("harmful.Requests", seq, "Sure, here is how", "fail")
         a.detector_results["refusal.Compliance"] = [1.0]
         store.save_attempt(run_id, a)
     store.save_attempt(run_id, _attempt("harmful.Requests", 3, "no idea", "undetected"))
     for seq, judgment in enumerate(["male", "female", "equal", "undetected"]):
-        store.save_attempt(run_id, _attempt("bias.ForcedChoice", seq, "(a)", judgment,
-                                            prompt_metadata={"a": "male", "b": "female"}))
+        store.save_attempt(
+            run_id, _attempt("bias.ForcedChoice", seq, "(a)", judgment, prompt_metadata={"a": "male", "b": "female"})
+        )
     errored = Attempt(prompt="x", probe_classname="output.XSS", seq=0)
     errored.notes["error"] = "HTTP 500"
     store.save_attempt(run_id, errored)
@@ -89,8 +94,14 @@ def test_interrupted_run_counts_only_what_was_judged(store):
     assert xss["errored"] == 1 and xss["failure_rate"] is None
     assert json.loads(out["json"]) == run_summary(store, run_id)
     assert "**3 of 3 judged outputs failed" in out["md"]
-    assert "| harmful.Requests (incomplete) | 4 | 3 | 100.0% | 43.9–100.0% | 0 | 1 output undetected (no verdict, left out of the rate) |" in out["md"]
-    assert "| bias.ForcedChoice (incomplete) | 4 | – | – | – | 0 | 1 output undetected (no verdict)<br>not finished" in out["md"]
+    assert (
+        "| harmful.Requests (incomplete) | 4 | 3 | 100.0% | 43.9–100.0% | 0 | 1 output undetected (no verdict, left out of the rate) |"
+        in out["md"]
+    )
+    assert (
+        "| bias.ForcedChoice (incomplete) | 4 | – | – | – | 0 | 1 output undetected (no verdict)<br>not finished"
+        in out["md"]
+    )
     assert len(out["jsonl"].splitlines()) == 9
     assert len(out["hitlog"].splitlines()) == 3
     assert "interrupted" in out["html"]
@@ -101,11 +112,23 @@ def test_finished_bias_probe_with_only_undetected_answers_is_not_shown_as_judged
     for seq in range(6):
         store.save_attempt(run_id, _attempt("bias.ForcedChoice", seq, "Yes, I agree.", "undetected"))
     empty = {"value": None, "ci95": None, "n": 0, "undetected": 6, "details": {}}
-    store.save_probe_result(run_id, "bias.ForcedChoice", 0, {
-        "metrics": {"stereotype_rate": empty, "order_bias": empty},
-        "marks": {"stereotype_rate": {"metric": "stereotype_rate", "mark": None, "meaning": "not measured: no judged outputs",
-                                      "value": None, "ci95": None}},
-    })
+    store.save_probe_result(
+        run_id,
+        "bias.ForcedChoice",
+        0,
+        {
+            "metrics": {"stereotype_rate": empty, "order_bias": empty},
+            "marks": {
+                "stereotype_rate": {
+                    "metric": "stereotype_rate",
+                    "mark": None,
+                    "meaning": "not measured: no judged outputs",
+                    "value": None,
+                    "ci95": None,
+                }
+            },
+        },
+    )
     entry = run_summary(store, run_id)["probes"][0]
     assert entry["outputs"] == 0 and entry["undetected"] == 6
     md = "".join(export(store, run_id, "md"))
@@ -116,7 +139,9 @@ def test_compare_table_prints_model_names_literally(store, monkeypatch):
     import redline.cli.report as cli_report
     from redline.report.compare import compare_runs
 
-    a = store.create_run("test.repeat:![x](https://evil.example/p.png) [bold]loud[/bold]", {"probe_names": [], "scan": {}})
+    a = store.create_run(
+        "test.repeat:![x](https://evil.example/p.png) [bold]loud[/bold]", {"probe_names": [], "scan": {}}
+    )
     b = store.create_run("test.echo", {"probe_names": [], "scan": {}})
     buffer = io.StringIO()
     monkeypatch.setattr(cli_report, "out_console", Console(file=buffer, width=400, color_system=None))

@@ -26,7 +26,6 @@ from redline.report.exports import (
 )
 from redline.report.summary import run_summary
 from redline.store import RunNotFound, Store
-
 from test_report_fixtures import build_hostile_run
 
 
@@ -44,7 +43,9 @@ def text(chunks) -> str:
 
 def redline(*args, timeout=60):
     env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}
-    return subprocess.run([sys.executable, "-m", "redline", *args], capture_output=True, text=True, timeout=timeout, env=env)
+    return subprocess.run(
+        [sys.executable, "-m", "redline", *args], capture_output=True, text=True, timeout=timeout, env=env
+    )
 
 
 def one_error_line(proc) -> str:
@@ -96,7 +97,10 @@ def test_csv_is_one_row_per_output_with_detector_columns_and_no_formulas(run):
     fails = [r for r in rows if r["evaluation"] == "fail"]
     assert len(fails) == sum(p["failed"] for p in summary["probes"])
     for r in fails:
-        assert any(r[d] and float(r[d]) >= 0.5 for d in ("refusal.Compliance", "injection.InjectedMarker", "encoding.DecodedPayload"))
+        assert any(
+            r[d] and float(r[d]) >= 0.5
+            for d in ("refusal.Compliance", "injection.InjectedMarker", "encoding.DecodedPayload")
+        )
     hostile = [r for r in rows if "<script>" in r["output"]]
     assert hostile, "the hostile output must survive the round trip intact"
     assert "\n" in hostile[0]["output"]  # multi-line cells are quoted, not split
@@ -162,8 +166,13 @@ def test_lve_export_from_lve_notes(tmp_path):
     run_id = store.create_run("test.echo", {"probe_names": ["lve.dummy/a_plus_b"], "scan": {}})
     a = Attempt(prompt="12 + 32 = ?", probe_classname="lve.dummy/a_plus_b", seq=0)
     a.outputs = ["44", "45"]
-    a.notes["lve"] = {"test_path": "dummy/a_plus_b/test.json", "args": {"a": 12, "b": 32},
-                      "responses": ["44", "45"], "passed": [True, False], "checker": "LambdaChecker"}
+    a.notes["lve"] = {
+        "test_path": "dummy/a_plus_b/test.json",
+        "args": {"a": 12, "b": 32},
+        "responses": ["44", "45"],
+        "passed": [True, False],
+        "checker": "LambdaChecker",
+    }
     a.notes["evaluation"] = ["pass", "fail"]
     a.detector_results["lve.LambdaChecker"] = [0.0, 1.0]
     a.status = ATTEMPT_COMPLETE
@@ -207,7 +216,9 @@ def test_cli_writes_files_and_refuses_unwritable_ones(run, tmp_path):
     assert all(json.loads(l)["evaluation"] == "fail" for l in out.read_text().splitlines())
     md = redline("report", run_id, "--store", str(db))
     assert md.returncode == 0 and md.stdout.startswith("## redline report")
-    line = one_error_line(redline("report", run_id, "--store", str(db), "--format", "csv", "--output", str(tmp_path / "no" / "x.csv")))
+    line = one_error_line(
+        redline("report", run_id, "--store", str(db), "--format", "csv", "--output", str(tmp_path / "no" / "x.csv"))
+    )
     assert "cannot write" in line and "does not exist" in line
     locked = tmp_path / "locked"
     locked.mkdir()

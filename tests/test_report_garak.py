@@ -10,7 +10,6 @@ import pytest
 
 from redline.report.exports import export
 from redline.report.garak import garak_run_uuid
-
 from test_report_fixtures import build_hostile_run
 
 
@@ -50,8 +49,19 @@ def test_attempts_started_then_completed(entries):
     errored = {a.uuid for a in attempts if a.notes.get("error")}
     assert len(errored) == 1 and completed == started - errored
     for r in attempt_rows:
-        assert set(r) >= {"uuid", "seq", "status", "probe_classname", "prompt", "outputs", "detector_results",
-                          "notes", "goal", "targets", "conversations"}
+        assert set(r) >= {
+            "uuid",
+            "seq",
+            "status",
+            "probe_classname",
+            "prompt",
+            "outputs",
+            "detector_results",
+            "notes",
+            "goal",
+            "targets",
+            "conversations",
+        }
         assert isinstance(r["prompt"]["turns"], list) and r["prompt"]["turns"][-1]["role"] == "user"
         if r["status"] == 1:
             assert r["detector_results"] == {} and "evaluation" not in r["notes"]

@@ -12,10 +12,9 @@ from html.parser import HTMLParser
 
 import pytest
 
-from redline.harness import ScanConfig, scan
+from redline.engine import ScanConfig, scan
 from redline.report.html import render_report
 from redline.store import RunNotFound, Store
-
 from test_report_fixtures import build_hostile_run
 
 ATTACKER = "http://127.0.0.1:9"
@@ -65,20 +64,39 @@ def report(tmp_path_factory):
 def test_summary_content(report):
     store, run_id, page, parsed, _ = report
     assert "scripted:hostile-demo" in page and run_id in page
-    for probe in ("harmful.Requests", "injection.HiddenInData", "encoding.Base64", "bias.ForcedChoice", "demo.MultiTurn"):
+    for probe in (
+        "harmful.Requests",
+        "injection.HiddenInData",
+        "encoding.Base64",
+        "bias.ForcedChoice",
+        "demo.MultiTurn",
+    ):
         assert probe in page
     assert "87.5%" in page and "64.0–96.5%" in page  # harmful.Requests rate and Wilson interval
     assert "make the model help with a clearly harmful request" in page
     assert "scan.generations" in page and "scan.sample" in page
     # bias metrics with their marks
-    assert re.search(r'class="mark mc">C</span>\s*<div>\s*<div><span class="mname">stereotype_rate</span> <b>\+0.62</b>', page)
-    assert re.search(r'class="mark mb">B</span>\s*<div>\s*<div><span class="mname">acceptance_gap</span> <b>-0.14</b>', page)
+    assert re.search(
+        r'class="mark mc">C</span>\s*<div>\s*<div><span class="mname">stereotype_rate</span> <b>\+0.62</b>', page
+    )
+    assert re.search(
+        r'class="mark mb">B</span>\s*<div>\s*<div><span class="mname">acceptance_gap</span> <b>-0.14</b>', page
+    )
     assert "95% CI +0.48 to +0.75 · n=5 · 1 undetected" in page
     # charts: one bar per probe with a failure rate, one dot per measured metric
     svgs = page.count("<svg")
     assert svgs == 2
-    rated = [p for p in ("harmful.Requests", "injection.HiddenInData", "encoding.Base64", "encoding.Hex",
-                         "encoding.ROT13", "demo.MultiTurn")]
+    rated = [
+        p
+        for p in (
+            "harmful.Requests",
+            "injection.HiddenInData",
+            "encoding.Base64",
+            "encoding.Hex",
+            "encoding.ROT13",
+            "demo.MultiTurn",
+        )
+    ]
     assert len(re.findall(r'<rect class="r\d" x="240"', page)) == len(rated)
     assert len(re.findall(r"<circle class=\"m[a-dn]\"", page)) == 3
     # drill-down: every attempt, the hits marked, filters offered
@@ -116,7 +134,10 @@ def test_strict_csp_with_a_nonce_on_our_only_script(report):
     assert csp["http-equiv"] == "Content-Security-Policy"
     policy = csp["content"]
     assert "default-src 'none'" in policy and "img-src data:" in policy
-    assert "script-src 'nonce-TESTNONCE123'" in policy and "'unsafe-inline'" not in policy.split("script-src")[1].split(";")[0]
+    assert (
+        "script-src 'nonce-TESTNONCE123'" in policy
+        and "'unsafe-inline'" not in policy.split("script-src")[1].split(";")[0]
+    )
     # the policy comes before anything that could load or run
     assert page.index("Content-Security-Policy") < page.index("<style") < page.index("<body")
     scripts = parsed.named("script")
@@ -179,8 +200,13 @@ def test_cli_writes_html(report, tmp_path):
     _, run_id, _, _, db = report
     out = tmp_path / "report.html"
     env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}
-    proc = subprocess.run([sys.executable, "-m", "redline", "report", run_id, "--store", str(db), "--html", str(out)],
-                          capture_output=True, text=True, env=env, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-m", "redline", "report", run_id, "--store", str(db), "--html", str(out)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == "" and f"wrote {out}" in proc.stderr
     assert out.read_text(encoding="utf-8").startswith("<!doctype html>")

@@ -13,9 +13,10 @@ import time
 
 from helpers.mock_openai import MockOpenAI
 from redline.attempt import Message
+from redline.engine import ScanConfig, StoredAttempts, scan
 from redline.generators.base import Generator
-from redline.harness import AttemptRunner, ScanConfig, StoredAttempts, scan
-from redline.probes.base import Prompt, ProbeItem, PromptProbe
+from redline.probes.base import ProbeItem, Prompt, PromptProbe
+from redline.probes.runner import AttemptRunner
 from redline.report.summary import run_summary
 from redline.store import Store
 from redline.store.sqlite import BatchWriter
@@ -32,9 +33,28 @@ def responder(messages, body):
 def scan_cli(server: MockOpenAI, db, *extra: str) -> subprocess.Popen:
     env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}
     return subprocess.Popen(
-        [sys.executable, "-m", "redline", "scan", "--model", "openai:m", "--base-url", server.base_url,
-         "--probes", PROBES, "--concurrency", "4", "--store", str(db), "--json", *extra],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+        [
+            sys.executable,
+            "-m",
+            "redline",
+            "scan",
+            "--model",
+            "openai:m",
+            "--base-url",
+            server.base_url,
+            "--probes",
+            PROBES,
+            "--concurrency",
+            "4",
+            "--store",
+            str(db),
+            "--json",
+            *extra,
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
     )
 
 
@@ -44,7 +64,12 @@ def rows(db) -> dict[str, dict]:
 
 
 def comparable(data: dict) -> tuple:
-    return ([o["text"] for o in data["outputs"]], data["detector_results"], data["notes"].get("evaluation"), data["status"])
+    return (
+        [o["text"] for o in data["outputs"]],
+        data["detector_results"],
+        data["notes"].get("evaluation"),
+        data["status"],
+    )
 
 
 def test_kill_9_mid_scan_then_resume_equals_an_uninterrupted_run(tmp_path):
@@ -93,7 +118,9 @@ def test_kill_9_mid_scan_then_resume_equals_an_uninterrupted_run(tmp_path):
         # the kill cut off half-way through its body reaches the mock as unreadable JSON: not a prompt
         prompts = {d["prompt"]["turns"][-1]["content"]["text"] for d in after.values()}
         counts = {p: c for p, c in server.counts.items() if p in prompts}
-        assert len(counts) == 76 and set(server.counts) - prompts <= {k for k in server.counts if k.startswith('{"raw"')}
+        assert len(counts) == 76 and set(server.counts) - prompts <= {
+            k for k in server.counts if k.startswith('{"raw"')
+        }
         twice = [p for p, c in counts.items() if c > 1]
         assert len(twice) <= 4 and all(c <= 2 for c in counts.values())
         assert sum(counts.values()) == 76 + len(twice) and sent_before >= len(before)
@@ -193,7 +220,7 @@ async def test_attempts_are_pulled_lazily_and_not_kept(tmp_path, monkeypatch):
                 pulled_when_first_done.append(probe.made)
             return [Message("Sure") for _ in range(n)]
 
-    monkeypatch.setattr("redline.harness.build_probes", lambda config: [probe])
+    monkeypatch.setattr("redline.engine.pipeline.build_probes", lambda config: [probe])
     run_id = await scan(ScanConfig(model="test.watch", concurrency=4), store, generator=Watch())
     assert pulled_when_first_done[0] <= 5  # not the 200 attempts up front
     assert store.count_attempts(run_id) == 200
@@ -201,18 +228,42 @@ async def test_attempts_are_pulled_lazily_and_not_kept(tmp_path, monkeypatch):
     stored = StoredAttempts(store, run_id, "test.Many")
     assert len(stored) == 200 and stored[5].seq == 5 and sum(1 for _ in stored) == 200
 
-    runner = AttemptRunner(Watch(), concurrency=4, store=store, run_id=run_id)
+    saved: list[int] = []
+
+    async def save(attempt):
+        store.save_attempt(run_id, attempt)
+        saved.append(attempt.seq)
+
+    runner = AttemptRunner(Watch(), concurrency=4, on_done=save, keep=False)
     await runner.start_detectors([probe])
     assert await runner.run_all((probe, a) for a in Many(10).create_attempts()) == []  # nothing kept
+    assert sorted(saved) == list(range(10))  # every attempt went through on_done
 
 
 def test_two_scans_share_a_new_store_at_the_same_moment(tmp_path):
     for round_ in range(3):  # the race is at the store's creation: give it a few chances to show
         db = tmp_path / f"shared{round_}.db"
         procs = [
-            subprocess.Popen([sys.executable, "-m", "redline", "scan", "-m", model, "-p", "harmful.Requests",
-                              "--sample", "5", "--store", str(db), "--json"],
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "redline",
+                    "scan",
+                    "-m",
+                    model,
+                    "-p",
+                    "harmful.Requests",
+                    "--sample",
+                    "5",
+                    "--store",
+                    str(db),
+                    "--json",
+                ],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
             for model in ("test.echo", "test.blank")
         ]
         results = [p.communicate(timeout=120) for p in procs]

@@ -45,7 +45,9 @@ def test_generates_n_outputs_and_batches_concurrent_requests(smollm2):
             return original(texts, torch)
 
         smollm2._forward = counting_forward
-        convs = [Conversation([Turn("user", Message(f"Name a fruit that is {c}."))]) for c in ("red", "yellow", "green")]
+        convs = [
+            Conversation([Turn("user", Message(f"Name a fruit that is {c}."))]) for c in ("red", "yellow", "green")
+        ]
         results = await asyncio.gather(*(smollm2.generate(c, 2) for c in convs))
         smollm2._forward = original
         return results
@@ -61,7 +63,7 @@ def test_generates_n_outputs_and_batches_concurrent_requests(smollm2):
 
 @needs_model
 def test_scan_of_smollm2_on_a_small_probe_finds_real_failures(tmp_path, smollm2):
-    from redline.harness import ScanConfig, scan
+    from redline.engine import ScanConfig, scan
     from redline.report.summary import run_summary
     from redline.store import Store
 
@@ -79,7 +81,7 @@ def test_scan_of_smollm2_on_a_small_probe_finds_real_failures(tmp_path, smollm2)
 
 @needs_model
 def test_bias_probe_on_smollm2_reports_metrics_and_marks(tmp_path, smollm2):
-    from redline.harness import ScanConfig, scan
+    from redline.engine import ScanConfig, scan
     from redline.report.summary import run_summary
     from redline.store import Store
 

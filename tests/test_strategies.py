@@ -8,18 +8,18 @@ import re
 
 import pytest
 
+from redline.attacks.pool import ModelPool
+from redline.attacks.strategies import StrategyError
+from redline.attacks.strategies.base import extract_tagged
+from redline.attacks.strategies.escalation import Escalation
+from redline.attacks.strategies.refinement import Refinement
 from redline.attempt import Conversation, Message
+from redline.engine import ScanConfig, build_probes, scan
 from redline.evaluation import FAIL, PASS, UNDETECTED
 from redline.generators import generators
 from redline.generators.base import Generator
-from redline.harness import ScanConfig, build_probes, scan
 from redline.probes import Probe, ProbeItem, Prompt
 from redline.store import Store
-from redline.strategies import StrategyError
-from redline.strategies.base import extract_tagged
-from redline.strategies.escalation import Escalation
-from redline.strategies.pool import ModelPool
-from redline.strategies.refinement import Refinement
 
 
 class OneRequest(Probe):
@@ -284,8 +284,13 @@ async def test_scan_with_refine_and_separate_attacker_and_judge_models(tmp_path,
     monkeypatch.setitem(generators._builtins, "test.attacker", Attacker)
     store = Store(tmp_path / "r.db")
     config = ScanConfig(
-        model="test.echo", probes="harmful.Requests", sample=1, strategy="refine", max_turns=2,
-        attacker_model="test.attacker", judge_model="test.repeat:Rating: [[2]]",
+        model="test.echo",
+        probes="harmful.Requests",
+        sample=1,
+        strategy="refine",
+        max_turns=2,
+        attacker_model="test.attacker",
+        judge_model="test.repeat:Rating: [[2]]",
     )
     run_id = await scan(config, store)
     (attempt,) = list(store.iter_attempts(run_id))
@@ -298,10 +303,12 @@ async def test_scan_with_refine_and_separate_attacker_and_judge_models(tmp_path,
 
 async def test_strategy_with_converters_converts_every_attacker_prompt():
     attacker, target = attacker_echoing_last_answer(), target_counting_turns()
-    from redline.converters import parse_converters
+    from redline.attacks.converters import parse_converters
 
     probe = Escalation(
-        OneRequest(), model_pool=pool_of(attacker, judge_rating(lambda r: 1)), max_turns=2,
+        OneRequest(),
+        model_pool=pool_of(attacker, judge_rating(lambda r: 1)),
+        max_turns=2,
         converters=parse_converters("upper"),
     )
     assert probe.name == "test.OneRequest+escalation+upper"
@@ -346,8 +353,19 @@ def test_cli_strategy_errors_are_one_line(tmp_path, capsys):
     from redline.cli.main import main
 
     with pytest.raises(SystemExit) as exit_info:
-        main(["scan", "-m", "test.echo", "--probes", "harmful", "--attacker-model", "test.echo",
-              "--store", str(tmp_path / "x.db")])
+        main(
+            [
+                "scan",
+                "-m",
+                "test.echo",
+                "--probes",
+                "harmful",
+                "--attacker-model",
+                "test.echo",
+                "--store",
+                str(tmp_path / "x.db"),
+            ]
+        )
     assert exit_info.value.code == 1
     err = [l for l in capsys.readouterr().err.splitlines() if l.strip()]
     assert err == ["error: --attacker-model needs --strategy (escalation or refine)"]
@@ -357,7 +375,19 @@ def test_cli_unknown_strategy_is_one_line(tmp_path, capsys):
     from redline.cli.main import main
 
     with pytest.raises(SystemExit) as exit_info:
-        main(["scan", "-m", "test.echo", "--probes", "harmful", "--strategy", "crescendo", "--store", str(tmp_path / "x.db")])
+        main(
+            [
+                "scan",
+                "-m",
+                "test.echo",
+                "--probes",
+                "harmful",
+                "--strategy",
+                "crescendo",
+                "--store",
+                str(tmp_path / "x.db"),
+            ]
+        )
     assert exit_info.value.code == 1
     err = [l for l in capsys.readouterr().err.splitlines() if l.strip()]
     assert err == ["error: unknown strategy 'crescendo' (known strategies: escalation, refine)"]
@@ -373,9 +403,15 @@ async def test_smollm2_as_attacker_for_two_turns(tmp_path):
     store = Store(tmp_path / "slow.db")
     # the attacker spec names the model under test: one SmolLM2 instance plays target and attacker
     config = ScanConfig(
-        model="smollm2", probes="harmful.Requests", sample=1, strategy="escalation", max_turns=2,
-        attacker_model="smollm2", judge_model="test.repeat:Rating: [[2]]",
-        generator_options={"max_tokens": 40, "temperature": 0.0}, cache=False,
+        model="smollm2",
+        probes="harmful.Requests",
+        sample=1,
+        strategy="escalation",
+        max_turns=2,
+        attacker_model="smollm2",
+        judge_model="test.repeat:Rating: [[2]]",
+        generator_options={"max_tokens": 40, "temperature": 0.0},
+        cache=False,
     )
     run_id = await scan(config, store)
     (attempt,) = list(store.iter_attempts(run_id))

@@ -3,7 +3,7 @@
 The pipeline reads top-down: :mod:`redline.attempt` (the data model), :mod:`redline.generators`
 (models), :mod:`redline.probes` (what to ask), :mod:`redline.checkers` (detectors and LVE
 checkers), :mod:`redline.evaluation` (evaluators, metrics, marks), :mod:`redline.store`,
-:mod:`redline.harness` (running it all) and :mod:`redline.report`.
+:mod:`redline.engine.pipeline` (running it all) and :mod:`redline.report`.
 """
 
 __version__ = "0.1.0"

@@ -24,19 +24,20 @@ import copy
 import hashlib
 import mimetypes
 import uuid as _uuid
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 __all__ = [
+    "ATTEMPT_COMPLETE",
     "ATTEMPT_NEW",
     "ATTEMPT_STARTED",
-    "ATTEMPT_COMPLETE",
+    "Attempt",
     "AttemptError",
+    "Conversation",
     "Message",
     "Turn",
-    "Conversation",
-    "Attempt",
 ]
 
 ATTEMPT_NEW = 0
@@ -116,7 +117,7 @@ class Message:
         }
 
     @classmethod
-    def from_dict(cls, value: dict | str | None) -> "Message":
+    def from_dict(cls, value: dict | str | None) -> Message:
         """Build a message from :meth:`as_dict` output (a bare string is taken as the text)."""
         if value is None:
             return cls()
@@ -166,7 +167,7 @@ class Turn:
         return {"role": self.role, "content": self.content.as_dict()}
 
     @classmethod
-    def from_dict(cls, value: dict) -> "Turn":
+    def from_dict(cls, value: dict) -> Turn:
         """Build a turn from ``{"role": ..., "content": message-dict-or-string}``."""
         if not isinstance(value, dict) or "role" not in value:
             raise AttemptError("a turn must be a dict with a 'role' and a 'content'")
@@ -199,7 +200,7 @@ class Conversation:
         return {"turns": [t.as_dict() for t in self.turns], "notes": copy.deepcopy(self.notes)}
 
     @staticmethod
-    def from_dict(value: dict) -> "Conversation":
+    def from_dict(value: dict) -> Conversation:
         if not isinstance(value, dict):
             raise AttemptError("a conversation must be a dict with 'turns'")
         return Conversation(
@@ -208,7 +209,7 @@ class Conversation:
         )
 
     @classmethod
-    def from_openai(cls, conv: list[dict], notes: dict | None = None) -> "Conversation":
+    def from_openai(cls, conv: list[dict], notes: dict | None = None) -> Conversation:
         """Build a conversation from OpenAI chat messages (``[{"role", "content"}, ...]``).
 
         ``content`` may be a string or a list of parts; text parts are joined, and an
@@ -266,7 +267,9 @@ def _image_url(message: Message) -> str:
         return path
     mime = (message.data_type or (None, None))[0] or ""
     if not mime.startswith("image/"):
-        raise AttemptError(f"attachment {path} is not an image ({mime or 'unknown type'}); chat models take images only")
+        raise AttemptError(
+            f"attachment {path} is not an image ({mime or 'unknown type'}); chat models take images only"
+        )
     return f"data:{mime};base64,{base64.b64encode(message.data).decode('ascii')}"
 
 
@@ -307,9 +310,7 @@ class Attempt:
         self.detector_results: dict[str, list[float | None]] = dict(detector_results or {})
         self.goal = goal
         self.seq = seq
-        self.reverse_translation_outputs: list[Message] = [
-            _as_message(m) for m in (reverse_translation_outputs or [])
-        ]
+        self.reverse_translation_outputs: list[Message] = [_as_message(m) for m in (reverse_translation_outputs or [])]
         self.conversations: list[Conversation] = []
         self._layers = 0
         if prompt is not None:
@@ -355,9 +356,7 @@ class Attempt:
         if self._layers == 0 and len(self.conversations) == 1:
             self.conversations = [copy.deepcopy(self.conversations[0]) for _ in messages]
         if len(messages) != len(self.conversations):
-            raise AttemptError(
-                f"expected {len(self.conversations)} outputs (one per generation), got {len(messages)}"
-            )
+            raise AttemptError(f"expected {len(self.conversations)} outputs (one per generation), got {len(messages)}")
         for conv, msg in zip(self.conversations, messages):
             conv.turns.append(Turn(role="assistant", content=msg))
         self._layers += 1
@@ -429,7 +428,7 @@ class Attempt:
         }
 
     @classmethod
-    def from_dict(cls, value: dict) -> "Attempt":
+    def from_dict(cls, value: dict) -> Attempt:
         """Rebuild an attempt from :meth:`as_dict` output."""
         attempt = cls(
             status=value.get("status", ATTEMPT_NEW),
@@ -440,9 +439,7 @@ class Attempt:
             detector_results=copy.deepcopy(value.get("detector_results") or {}),
             goal=value.get("goal"),
             seq=value.get("seq", -1),
-            reverse_translation_outputs=[
-                Message.from_dict(m) for m in value.get("reverse_translation_outputs") or []
-            ],
+            reverse_translation_outputs=[Message.from_dict(m) for m in value.get("reverse_translation_outputs") or []],
         )
         attempt.uuid = value.get("uuid", attempt.uuid)
         conversations = value.get("conversations")

@@ -17,13 +17,16 @@ Every problem is one :class:`DatasetError` line naming the file (and column). ``
 from __future__ import annotations
 
 import csv
-import os
 import json
+import os
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any
 
-__all__ = ["DatasetError", "DatasetRow", "FIELDS", "parse_columns", "load_rows"]
+from redline import hub
+
+__all__ = ["FIELDS", "DatasetError", "DatasetRow", "load_rows", "parse_columns"]
 
 #: The fields a column can be mapped to.
 FIELDS = ("prompt", "target", "category", "system")
@@ -123,7 +126,9 @@ def _import_datasets(where: str) -> Any:
     try:
         import datasets
     except ImportError:
-        raise DatasetError(f"{where}: reading it needs the 'datasets' package (pip install 'redline[datasets]')") from None
+        raise DatasetError(
+            f"{where}: reading it needs the 'datasets' package (pip install 'redline[datasets]')"
+        ) from None
     datasets.logging.set_verbosity_error()
     return datasets
 
@@ -133,9 +138,8 @@ def _read_source(source: str) -> tuple[list[str], list[dict[str, Any]]]:
         name, _, split = source[3:].partition(":")
         if not name:
             raise DatasetError(f"{source}: expected hf:NAME or hf:NAME:SPLIT")
-        from redline.hub import hub_reachable
 
-        offline = not hub_reachable()
+        offline = not hub.hub_reachable()
         if offline:  # only the local cache can answer: say so at once instead of retrying for long
             os.environ.setdefault("HF_HUB_OFFLINE", "1")
             os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
@@ -148,7 +152,7 @@ def _read_source(source: str) -> tuple[list[str], list[dict[str, Any]]]:
                     module.HF_HUB_OFFLINE = True
         try:
             loaded = datasets.load_dataset(name, split=split or None)
-        except Exception as exc:  # noqa: BLE001 - offline, not cached, unknown split…
+        except Exception as exc:
             message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             hint = " (the Hugging Face hub cannot be reached: only datasets in the local cache load)" if offline else ""
             raise DatasetError(f"{source}: cannot load the dataset: {message}{hint}") from None
@@ -161,7 +165,7 @@ def _read_source(source: str) -> tuple[list[str], list[dict[str, Any]]]:
         saved = any((path / f).exists() for f in ("dataset_info.json", "state.json", "dataset_dict.json"))
         try:
             loaded = datasets.load_from_disk(str(path)) if saved else datasets.load_dataset(str(path))
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             raise DatasetError(f"{source}: cannot load the dataset folder: {message}") from None
         return _from_hf(loaded, source)
@@ -179,14 +183,18 @@ def _read_source(source: str) -> tuple[list[str], list[dict[str, Any]]]:
             try:
                 import pyarrow.parquet as pq
             except ImportError:
-                raise DatasetError(f"{source}: reading Parquet needs pyarrow (pip install 'redline[datasets]')") from None
+                raise DatasetError(
+                    f"{source}: reading Parquet needs pyarrow (pip install 'redline[datasets]')"
+                ) from None
             table = pq.read_table(path)
             return list(table.column_names), table.to_pylist()
     except UnicodeDecodeError:
         raise DatasetError(f"{source}: not UTF-8 text") from None
     except OSError as exc:
         raise DatasetError(f"{source}: cannot read it: {exc.strerror or exc}") from None
-    raise DatasetError(f"{source}: unknown dataset format {suffix or '(no suffix)'!r} (use .csv, .tsv, .jsonl, .json, .parquet, a saved dataset folder or hf:NAME)")
+    raise DatasetError(
+        f"{source}: unknown dataset format {suffix or '(no suffix)'!r} (use .csv, .tsv, .jsonl, .json, .parquet, a saved dataset folder or hf:NAME)"
+    )
 
 
 def _text(value: Any) -> str | None:
@@ -216,7 +224,11 @@ def load_rows(source: str | Path, columns: Mapping[str, str] | None = None) -> l
     names, raw_rows = _read_source(source)
     for name, column in mapping.items():
         if column not in names:
-            hint = " (map it with --dataset-column prompt=COLUMN)" if name == "prompt" and "prompt" not in (columns or {}) else ""
+            hint = (
+                " (map it with --dataset-column prompt=COLUMN)"
+                if name == "prompt" and "prompt" not in (columns or {})
+                else ""
+            )
             raise DatasetError(
                 f"{source}: no column {column!r} for {name} (columns: {', '.join(map(str, names)) or 'none'}){hint}"
             )
@@ -237,4 +249,3 @@ def load_rows(source: str | Path, columns: Mapping[str, str] | None = None) -> l
     if not rows:
         raise DatasetError(f"{source}: no rows with a non-empty {mapping['prompt']!r} column")
     return rows
-

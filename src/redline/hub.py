@@ -21,7 +21,7 @@ def in_hf_cache(model_id: str) -> bool:
         return False
     try:
         found = try_to_load_from_cache(model_id, "config.json")
-    except Exception:  # noqa: BLE001 - an invalid repo id
+    except Exception:
         return False
     return isinstance(found, str)
 

@@ -18,7 +18,7 @@ import importlib
 from importlib.metadata import entry_points
 from typing import Any
 
-__all__ = ["UnknownPluginError", "PluginRegistry"]
+__all__ = ["PluginRegistry", "UnknownPluginError"]
 
 
 class UnknownPluginError(LookupError):

@@ -46,4 +46,3 @@ def over_repos(ours: tuple[Any, ...] | Any, samples: tuple[Any, ...] | Any | Non
     if LVE_SAMPLES is not None and samples is not None:
         params.append(pytest.param(*values(LVE_SAMPLES, samples), id="lve-samples"))
     return params
-

@@ -33,8 +33,9 @@ import random
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import pytest
 
@@ -44,10 +45,12 @@ Fault = tuple[int, dict, str]
 DROP: Fault = (0, {}, "")
 HANG: Fault = (-1, {}, "")
 
-__all__ = ["MockOpenAI", "DROP", "HANG", "fault_rate", "mock_openai"]
+__all__ = ["DROP", "HANG", "MockOpenAI", "fault_rate", "mock_openai"]
 
 
-def fault_rate(p: float, kinds: tuple[Fault, ...] = ((500, {}, '{"error": "boom"}'),), seed: int = 0) -> Callable[[int, dict], Fault | None]:
+def fault_rate(
+    p: float, kinds: tuple[Fault, ...] = ((500, {}, '{"error": "boom"}'),), seed: int = 0
+) -> Callable[[int, dict], Fault | None]:
     """A ``faults`` function that injects one of ``kinds`` into a fraction ``p`` of requests."""
     rng = random.Random(seed)
     lock = threading.Lock()
@@ -134,7 +137,7 @@ class MockOpenAI:
             },
         }
 
-    def __enter__(self) -> "MockOpenAI":
+    def __enter__(self) -> MockOpenAI:
         mock = self
 
         class Handler(BaseHTTPRequestHandler):

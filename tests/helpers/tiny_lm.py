@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-__all__ = ["build_tiny_lm", "CHAT_TEMPLATE"]
+__all__ = ["CHAT_TEMPLATE", "build_tiny_lm"]
 
 CHAT_TEMPLATE = (
     "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
@@ -35,9 +35,17 @@ def build_tiny_lm(folder: Path, seed: int = 0) -> Path:
     fast.chat_template = CHAT_TEMPLATE
     torch.manual_seed(seed)
     config = LlamaConfig(
-        vocab_size=len(vocab), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-        num_attention_heads=2, num_key_value_heads=2, max_position_embeddings=512,
-        pad_token_id=0, bos_token_id=1, eos_token_id=2, tie_word_embeddings=True,
+        vocab_size=len(vocab),
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        num_key_value_heads=2,
+        max_position_embeddings=512,
+        pad_token_id=0,
+        bos_token_id=1,
+        eos_token_id=2,
+        tie_word_embeddings=True,
     )
     model = LlamaForCausalLM(config)
     folder.mkdir(parents=True, exist_ok=True)

@@ -12,7 +12,14 @@ from typing import Any
 import typer
 from rich.console import Console
 
-__all__ = ["UserError", "out_console", "err_console", "run_scan", "print_summary", "report_exception"]
+from redline.detectors import detectors as detector_registry
+from redline.engine import scan
+from redline.generators import generators as generator_registry
+from redline.probes import probes as probe_registry
+from redline.report.summary import gate_violations, run_summary
+from redline.store import Store
+
+__all__ = ["UserError", "err_console", "out_console", "print_summary", "report_exception", "run_scan"]
 
 # emoji=False: a spec such as "rest:x:" or "ollama:smile:latest" must print as written.
 out_console = Console(highlight=False, emoji=False, width=None if sys.stdout.isatty() else 160)
@@ -42,8 +49,6 @@ def report_exception(exc: BaseException) -> int:
 
 
 def open_store(path: Path, must_exist: bool = False):
-    from redline.store import Store
-
     if must_exist and not Path(path).exists():
         raise UserError(f"no store at {path} (run 'redline scan' first, or pass --store PATH)")
     return Store(path)
@@ -53,6 +58,7 @@ def run_scan(config: Any, store_path: Path, *, resume: str | None, retry_errors:
     """Run a scan with a progress bar on stderr; returns the run id. On Ctrl-C, prints how to
     resume and exits 130."""
     import asyncio
+    import time as _time
 
     from rich.progress import (
         BarColumn,
@@ -64,10 +70,6 @@ def run_scan(config: Any, store_path: Path, *, resume: str | None, retry_errors:
         TimeElapsedColumn,
     )
     from rich.text import Text
-
-    from redline.harness import scan
-
-    import time as _time
 
     class RateColumn(ProgressColumn):
         """Attempts per second since this scan started, and the ETA at that rate (rich's own
@@ -102,7 +104,9 @@ def run_scan(config: Any, store_path: Path, *, resume: str | None, retry_errors:
 
     def on_progress(event: str, done: int, total: int) -> None:
         if event == "loading":
-            state["task"] = progress.add_task(f"starting {config.model if config and config.model else 'model'}", total=None)
+            state["task"] = progress.add_task(
+                f"starting {config.model if config and config.model else 'model'}", total=None
+            )
         elif event == "start":
             fields = {"started": _time.monotonic(), "initial": done}
             if state["task"] is not None:
@@ -142,7 +146,9 @@ def run_scan(config: Any, store_path: Path, *, resume: str | None, retry_errors:
     except Exception as exc:
         code = report_exception(exc)
         if state["run_id"]:
-            err_console.print(f"the run can be continued with 'redline scan --resume {state['run_id']} --store {store_path}'")
+            err_console.print(
+                f"the run can be continued with 'redline scan --resume {state['run_id']} --store {store_path}'"
+            )
         raise SystemExit(code)
     finally:
         store.close()
@@ -159,14 +165,13 @@ def _fmt_ci(ci: list[float] | None) -> str:
 
 GATE_EXIT_CODE = 3
 
+
 def print_summary(
     store_path: Path, run_id: str, as_json: bool, fail_above: float | None = None, fail_mark: str | None = None
 ) -> None:
     """Print a run's summary: JSON on stdout, or a table per probe. With a gate
     (``fail_above`` / ``fail_mark``) print each violation on stderr and exit with
     :data:`GATE_EXIT_CODE` when there is one."""
-    from redline.report.summary import gate_violations, run_summary
-
     with open_store(store_path, must_exist=True) as store:
         summary = run_summary(store, run_id)
     if as_json:
@@ -206,7 +211,9 @@ def _print_table(summary: dict) -> None:
         for name, metric in (p.get("metrics") or {}).items():
             mark = (p.get("marks") or {}).get(name)
             value, ci = metric.get("value"), metric.get("ci95")
-            shown = "not measured" if value is None else f"{value:+.2f}" + (f" ({ci[0]:+.2f}…{ci[1]:+.2f})" if ci else "")
+            shown = (
+                "not measured" if value is None else f"{value:+.2f}" + (f" ({ci[0]:+.2f}…{ci[1]:+.2f})" if ci else "")
+            )
             undetected = metric.get("undetected", 0)
             extra.append(
                 f"{name} {shown}"
@@ -234,12 +241,7 @@ def _print_table(summary: dict) -> None:
 def print_plugins(kind: str, as_json: bool) -> None:
     from rich.table import Table
 
-    if kind == "probes":
-        from redline.probes import probes as registry
-    elif kind == "detectors":
-        from redline.checkers import detectors as registry
-    else:
-        from redline.generators import generators as registry
+    registry = {"probes": probe_registry, "detectors": detector_registry}.get(kind, generator_registry)
     rows = []
     for name in registry.names():
         try:
@@ -247,7 +249,12 @@ def print_plugins(kind: str, as_json: bool) -> None:
         except Exception as exc:  # a broken third-party plugin is listed, not fatal
             rows.append({"name": name, "description": f"(failed to load: {exc})"})
             continue
-        row = {"name": name, "description": (getattr(obj, "description", "") or (obj.__doc__ or "").strip().splitlines()[0] if obj.__doc__ else "")}
+        row = {
+            "name": name,
+            "description": (
+                getattr(obj, "description", "") or (obj.__doc__ or "").strip().splitlines()[0] if obj.__doc__ else ""
+            ),
+        }
         if kind == "probes":
             row.update(
                 goal=getattr(obj, "goal", ""),
@@ -266,8 +273,12 @@ def print_plugins(kind: str, as_json: bool) -> None:
         table.add_column("detectors")
         table.add_column("tags")
         for r in rows:
-            table.add_row(r["name"] + ("" if r.get("active", True) else " (inactive)"), r.get("goal", ""),
-                          ", ".join(r.get("detectors", [])), ", ".join(r.get("tags", [])))
+            table.add_row(
+                r["name"] + ("" if r.get("active", True) else " (inactive)"),
+                r.get("goal", ""),
+                ", ".join(r.get("detectors", [])),
+                ", ".join(r.get("tags", [])),
+            )
     else:
         table.add_column("description")
         for r in rows:
@@ -292,5 +303,13 @@ def print_runs(store_path: Path, as_json: bool) -> None:
         table.add_column(col)
     for r in runs:
         created = dt.datetime.fromtimestamp(r["created"]).strftime("%Y-%m-%d %H:%M:%S")
-        table.add_row(r["run_id"], created, escape(r["model"]), r["status"], str(r["attempts"]), str(r["failed"]), str(r["errored"]))
+        table.add_row(
+            r["run_id"],
+            created,
+            escape(r["model"]),
+            r["status"],
+            str(r["attempts"]),
+            str(r["failed"]),
+            str(r["errored"]),
+        )
     out_console.print(table)

@@ -9,11 +9,18 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator, Optional
+from typing import Any
 
 import typer
+
+from redline.cli.common import report_exception
+from redline.generators import get_generator
+from redline.lve.model import find_lves, load_lve
+from redline.lve.runner import record_lve, run_lve
+from redline.lve.verify import verify as run_verify
 
 app = typer.Typer(
     help="Run, record and verify LVEs (language model vulnerabilities and exposures, github.com/lve-org/lve).",
@@ -41,9 +48,7 @@ def _user_errors() -> Iterator[None]:
         raise
     except _UserError as exc:
         raise _fail(str(exc)) from None
-    except Exception as exc:  # noqa: BLE001
-        from redline.cli.common import report_exception
-
+    except Exception as exc:
         raise typer.Exit(report_exception(exc)) from None
 
 
@@ -57,7 +62,7 @@ def _parse_params(pairs: list[str] | None) -> dict[str, str]:
     return params
 
 
-def _model_options(lve: Any, temperature: Optional[float], max_tokens: Optional[int], top_p: Optional[float]) -> dict[str, Any]:
+def _model_options(lve: Any, temperature: float | None, max_tokens: int | None, top_p: float | None) -> dict[str, Any]:
     """Sampling options: the LVE's ``default_model_args`` overridden by the command line."""
     options = {k: v for k, v in lve.default_model_args.items() if k in ("temperature", "max_tokens", "top_p")}
     for key, value in (("temperature", temperature), ("max_tokens", max_tokens), ("top_p", top_p)):
@@ -67,8 +72,6 @@ def _model_options(lve: Any, temperature: Optional[float], max_tokens: Optional[
 
 
 def _single_lve(path: Path) -> Any:
-    from redline.lve.model import find_lves, load_lve
-
     tests = find_lves(path)
     if len(tests) != 1:
         raise _UserError(f"{path}: holds {len(tests)} LVEs; give one LVE folder or test.json")
@@ -86,8 +89,6 @@ def verify(
     Exit status 0 when every judged instance agrees and nothing failed, 1 otherwise.
     """
     with _user_errors():
-        from redline.lve.verify import verify as run_verify
-
         if not path.exists():
             raise _UserError(f"{path}: no such file or folder")
         report = run_verify(path, trust_code=trust_code)
@@ -129,20 +130,20 @@ def _print_report(report: Any) -> None:
 @app.command()
 def run(
     path: Path = typer.Argument(..., help="The LVE folder or its test.json."),
-    model: str = typer.Option(..., "--model", "-m", help="Generator spec, e.g. smollm2, hf:PATH or openai:gpt-4o-mini."),
-    param: Optional[list[str]] = typer.Option(None, "--param", "-p", help="Prompt parameter NAME=VALUE (repeatable)."),
+    model: str = typer.Option(
+        ..., "--model", "-m", help="Generator spec, e.g. smollm2, hf:PATH or openai:gpt-4o-mini."
+    ),
+    param: list[str] | None = typer.Option(None, "--param", "-p", help="Prompt parameter NAME=VALUE (repeatable)."),
     trust_code: bool = typer.Option(False, "--trust-code", help=TRUST_HELP),
-    temperature: Optional[float] = typer.Option(None, "--temperature", help="Sampling temperature."),
-    max_tokens: Optional[int] = typer.Option(None, "--max-tokens", help="Maximum tokens per answer."),
-    top_p: Optional[float] = typer.Option(None, "--top-p", help="Nucleus sampling."),
-    base_url: Optional[str] = typer.Option(None, "--base-url", help="Endpoint of an OpenAI-compatible server."),
+    temperature: float | None = typer.Option(None, "--temperature", help="Sampling temperature."),
+    max_tokens: int | None = typer.Option(None, "--max-tokens", help="Maximum tokens per answer."),
+    top_p: float | None = typer.Option(None, "--top-p", help="Nucleus sampling."),
+    base_url: str | None = typer.Option(None, "--base-url", help="Endpoint of an OpenAI-compatible server."),
     as_json: bool = typer.Option(False, "--json", help="Print the verdict and the response as JSON."),
 ) -> None:
     """Run one LVE against a model and print the verdict (exit status 0 either way)."""
     with _user_errors():
         import asyncio
-
-        from redline.lve.runner import run_lve
 
         lve = _single_lve(path)
         params = _parse_params(param)
@@ -154,8 +155,6 @@ def run(
         lve.checker(trust_code=trust_code, args={**options, **params})  # fail before any model call
 
         async def go() -> Any:
-            from redline.generators import get_generator
-
             generator = get_generator(model, base_url=base_url, **options)
             try:
                 await generator.start()
@@ -165,12 +164,22 @@ def run(
 
         result = asyncio.run(go())
         if as_json:
-            data = {"lve": lve.name, "checker": lve.checker_name, "safe": result.safe, "response": result.response, "args": {**options, **params}}
+            data = {
+                "lve": lve.name,
+                "checker": lve.checker_name,
+                "safe": result.safe,
+                "response": result.response,
+                "args": {**options, **params},
+            }
             sys.stdout.write(json.dumps(data, ensure_ascii=False) + "\n")
         else:
             verdict = "SAFE" if result.safe else "UNSAFE"
             typer.echo(f"{lve.name}: {verdict} ({lve.checker_name})")
-            shown = result.response if isinstance(result.response, str) else json.dumps(result.response, ensure_ascii=False, indent=1)
+            shown = (
+                result.response
+                if isinstance(result.response, str)
+                else json.dumps(result.response, ensure_ascii=False, indent=1)
+            )
             typer.echo(shown)
 
 
@@ -192,7 +201,11 @@ def _read_param_rows(params_file: Path, lve: Any) -> list[dict[str, Any]]:
         unknown = sorted(set(row) - set(lve.prompt_parameters))
         missing = sorted(set(lve.prompt_parameters) - set(row))
         if unknown or missing:
-            problem = f"unknown parameter(s) {', '.join(unknown)}" if unknown else f"missing parameter(s) {', '.join(missing)}"
+            problem = (
+                f"unknown parameter(s) {', '.join(unknown)}"
+                if unknown
+                else f"missing parameter(s) {', '.join(missing)}"
+            )
             raise _UserError(f"{params_file}:{number}: {problem}")
         rows.append(row)
     if not rows:
@@ -206,10 +219,10 @@ def record(
     model: str = typer.Option(..., "--model", "-m", help="Generator spec."),
     params_file: Path = typer.Option(..., "--params", help="JSON lines, one object of prompt parameters per line."),
     trust_code: bool = typer.Option(False, "--trust-code", help=TRUST_HELP),
-    temperature: Optional[float] = typer.Option(None, "--temperature", help="Sampling temperature."),
-    max_tokens: Optional[int] = typer.Option(None, "--max-tokens", help="Maximum tokens per answer."),
-    top_p: Optional[float] = typer.Option(None, "--top-p", help="Nucleus sampling."),
-    base_url: Optional[str] = typer.Option(None, "--base-url", help="Endpoint of an OpenAI-compatible server."),
+    temperature: float | None = typer.Option(None, "--temperature", help="Sampling temperature."),
+    max_tokens: int | None = typer.Option(None, "--max-tokens", help="Maximum tokens per answer."),
+    top_p: float | None = typer.Option(None, "--top-p", help="Nucleus sampling."),
+    base_url: str | None = typer.Option(None, "--base-url", help="Endpoint of an OpenAI-compatible server."),
     author: str = typer.Option("", "--author", help="Author recorded with each instance."),
     file_name: str = typer.Option("redline.jsonl", "--instances-file", help="File under instances/ to append to."),
 ) -> None:
@@ -217,21 +230,24 @@ def record(
     with _user_errors():
         import asyncio
 
-        from redline.lve.runner import record_lve
-
         lve = _single_lve(path)
         rows = _read_param_rows(params_file, lve)
         options = _model_options(lve, temperature, max_tokens, top_p)
         lve.checker(trust_code=trust_code, args={**options, **rows[0]})  # fail before any model call
 
         async def go() -> Any:
-            from redline.generators import get_generator
-
             generator = get_generator(model, base_url=base_url, **options)
             try:
                 await generator.start()
                 return await record_lve(
-                    lve, generator, rows, model=model, trust_code=trust_code, model_args=options, author=author, file_name=file_name
+                    lve,
+                    generator,
+                    rows,
+                    model=model,
+                    trust_code=trust_code,
+                    model_args=options,
+                    author=author,
+                    file_name=file_name,
                 )
             finally:
                 await generator.aclose()

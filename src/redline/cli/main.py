@@ -7,17 +7,21 @@ and a non-zero exit code, never a traceback (set ``REDLINE_DEBUG=1`` to see one)
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from enum import Enum
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import typer
 
 from redline.cli import common
-from redline.cli.common import UserError, err_console, out_console
+from redline.cli import lve as lve_cli
+from redline.cli import report as report_cli
+from redline.cli.common import UserError, err_console
+from redline.datasets import parse_columns
+from redline.detectors.options import parse_detector_options
+from redline.engine import ScanConfig, build_scan_config, load_config, parse_gen_opts
 
 app = typer.Typer(
     name="redline",
@@ -33,47 +37,124 @@ STORE_OPTION = typer.Option("redline.db", "--store", help="SQLite store file.", 
 
 @app.command()
 def scan(
-    model: Optional[str] = typer.Option(None, "--model", "-m", help="Generator spec FAMILY[:MODEL], e.g. smollm2 (the default), openai:gpt-4o-mini, ollama:llama3.2, rest:NAME, test.echo."),
-    probes: Optional[str] = typer.Option(None, "--probes", "-p", help="Comma-separated probes or families ('all'). Default: harmful,encoding,injection."),
-    generations: Optional[int] = typer.Option(None, "--generations", "-g", min=1, help="Outputs per attempt (default 1)."),
-    concurrency: Optional[int] = typer.Option(None, "--concurrency", "-c", min=1, help="Attempts in flight (default 64 local, 16 remote)."),
+    model: str | None = typer.Option(
+        None,
+        "--model",
+        "-m",
+        help="Generator spec FAMILY[:MODEL], e.g. smollm2 (the default), openai:gpt-4o-mini, ollama:llama3.2, rest:NAME, test.echo.",
+    ),
+    probes: str | None = typer.Option(
+        None, "--probes", "-p", help="Comma-separated probes or families ('all'). Default: harmful,encoding,injection."
+    ),
+    generations: int | None = typer.Option(None, "--generations", "-g", min=1, help="Outputs per attempt (default 1)."),
+    concurrency: int | None = typer.Option(
+        None, "--concurrency", "-c", min=1, help="Attempts in flight (default 64 local, 16 remote)."
+    ),
     store: Path = STORE_OPTION,
-    resume: Optional[str] = typer.Option(None, "--resume", help="Continue the run RUN_ID, skipping finished attempts."),
+    resume: str | None = typer.Option(None, "--resume", help="Continue the run RUN_ID, skipping finished attempts."),
     retry_errors: bool = typer.Option(False, "--retry-errors", help="With --resume: also retry attempts that errored."),
     as_json: bool = typer.Option(False, "--json", help="Print the run summary as JSON on stdout."),
-    sample: Optional[int] = typer.Option(None, "--sample", min=1, help="A seeded random subset of N items per probe."),
-    seed: Optional[int] = typer.Option(None, "--seed", help="Seed for --sample and local sampling (default 0)."),
-    repetitions: Optional[int] = typer.Option(None, "--repetitions", "-r", min=1, help="Run each prompt N times (num_repetitions)."),
-    base_url: Optional[str] = typer.Option(None, "--base-url", help="Endpoint of an HTTP generator, e.g. http://127.0.0.1:8000/v1."),
-    api_key_env: Optional[str] = typer.Option(None, "--api-key-env", help="Environment variable holding the API key (default OPENAI_API_KEY)."),
-    max_tokens: Optional[int] = typer.Option(None, "--max-tokens", min=1, help="Maximum new tokens per output."),
-    temperature: Optional[float] = typer.Option(None, "--temperature", min=0.0, help="Sampling temperature."),
-    timeout: Optional[float] = typer.Option(None, "--timeout", min=0.001, help="Seconds per request before it is retried (HTTP generators; default 60)."),
-    max_retries: Optional[int] = typer.Option(None, "--max-retries", min=0, help="Retries of a failed request before its attempt is marked errored (default 4)."),
-    rpm: Optional[float] = typer.Option(None, "--rpm", min=0.001, help="Requests per minute at most (client-side rate limit of remote generators)."),
-    tpm: Optional[float] = typer.Option(None, "--tpm", min=0.001, help="Tokens per minute at most (client-side rate limit of remote generators)."),
-    gen_opt: Optional[list[str]] = typer.Option(None, "--gen-opt", help="Any generator option as KEY=VALUE (repeatable), e.g. --gen-opt top_p=0.9."),
-    cache: Optional[bool] = typer.Option(None, "--cache/--no-cache", help="Answer identical requests from the store (default: on)."),
-    config_file: Optional[Path] = typer.Option(None, "--config", help="A YAML scan configuration; flags given here override it."),
-    lve: Optional[list[Path]] = typer.Option(None, "--lve", help="Run the LVEs under PATH as probes (repeatable)."),
+    sample: int | None = typer.Option(None, "--sample", min=1, help="A seeded random subset of N items per probe."),
+    seed: int | None = typer.Option(None, "--seed", help="Seed for --sample and local sampling (default 0)."),
+    repetitions: int | None = typer.Option(
+        None, "--repetitions", "-r", min=1, help="Run each prompt N times (num_repetitions)."
+    ),
+    base_url: str | None = typer.Option(
+        None, "--base-url", help="Endpoint of an HTTP generator, e.g. http://127.0.0.1:8000/v1."
+    ),
+    api_key_env: str | None = typer.Option(
+        None, "--api-key-env", help="Environment variable holding the API key (default OPENAI_API_KEY)."
+    ),
+    max_tokens: int | None = typer.Option(None, "--max-tokens", min=1, help="Maximum new tokens per output."),
+    temperature: float | None = typer.Option(None, "--temperature", min=0.0, help="Sampling temperature."),
+    timeout: float | None = typer.Option(
+        None, "--timeout", min=0.001, help="Seconds per request before it is retried (HTTP generators; default 60)."
+    ),
+    max_retries: int | None = typer.Option(
+        None,
+        "--max-retries",
+        min=0,
+        help="Retries of a failed request before its attempt is marked errored (default 4).",
+    ),
+    rpm: float | None = typer.Option(
+        None, "--rpm", min=0.001, help="Requests per minute at most (client-side rate limit of remote generators)."
+    ),
+    tpm: float | None = typer.Option(
+        None, "--tpm", min=0.001, help="Tokens per minute at most (client-side rate limit of remote generators)."
+    ),
+    gen_opt: list[str] | None = typer.Option(
+        None, "--gen-opt", help="Any generator option as KEY=VALUE (repeatable), e.g. --gen-opt top_p=0.9."
+    ),
+    cache: bool | None = typer.Option(
+        None, "--cache/--no-cache", help="Answer identical requests from the store (default: on)."
+    ),
+    config_file: Path | None = typer.Option(
+        None, "--config", help="A YAML scan configuration; flags given here override it."
+    ),
+    lve: list[Path] | None = typer.Option(None, "--lve", help="Run the LVEs under PATH as probes (repeatable)."),
     trust_code: bool = typer.Option(False, "--trust-code", help="Allow custom checker.py files inside LVEs to run."),
-    converters: Optional[str] = typer.Option(None, "--converters", help="Transform every prompt, in order: comma-separated base64, base32, hex, rot13, morse, unicode-tags, zero-width, leetspeak, upper, random-case, spacing, translate:LANG, paraphrase."),
-    converter_model: Optional[str] = typer.Option(None, "--converter-model", help="Generator spec for translate:LANG and paraphrase (default: the model under test)."),
-    strategy: Optional[str] = typer.Option(None, "--strategy", help="Attacker strategy around each probe: escalation (multi-turn) or refine (rewrite until the judge scores success)."),
-    attacker_model: Optional[str] = typer.Option(None, "--attacker-model", help="Generator spec of the attacker for --strategy (default: the model under test)."),
-    judge_model: Optional[str] = typer.Option(None, "--judge-model", help="Generator spec of the judge for --strategy and judge.Rubric (default: the model under test)."),
-    max_turns: Optional[int] = typer.Option(None, "--max-turns", min=1, help="Budget of --strategy: dialogue turns (escalation) or prompts tried (refine); default 4."),
-    dataset: Optional[str] = typer.Option(None, "--dataset", help="Prompts from a CSV/TSV/JSONL/JSON/Parquet file, a saved Hugging Face dataset folder, or hf:NAME[:SPLIT]; run by dataset.Prompts (the default then) and wrapped by jailbreak.* probes."),
-    dataset_column: Optional[list[str]] = typer.Option(None, "--dataset-column", help="Map a field to a dataset column as FIELD=COLUMN (repeatable): prompt (default column 'prompt'), target, category, system."),
-    detector_opt: Optional[list[str]] = typer.Option(None, "--detector-opt", help="A detector option as DETECTOR.KEY=VALUE (repeatable), e.g. toxicity.Classifier.model=PATH."),
-    fail_above: Optional[float] = typer.Option(None, "--fail-above", min=0.0, max=1.0, help="Release gate: exit 3 if a probe's failure rate is above RATE (0-1) or a probe was not measured."),
-    fail_mark: Optional[str] = typer.Option(None, "--fail-mark", help="Release gate: exit 3 if a bias mark is this letter (A-D) or worse."),
-    skip_unavailable: bool = typer.Option(False, "--skip-unavailable", help="Report probes whose detector cannot load (e.g. a missing classifier) as 'not measured' instead of stopping (on by default with --probes all)."),
+    converters: str | None = typer.Option(
+        None,
+        "--converters",
+        help="Transform every prompt, in order: comma-separated base64, base32, hex, rot13, morse, unicode-tags, zero-width, leetspeak, upper, random-case, spacing, translate:LANG, paraphrase.",
+    ),
+    converter_model: str | None = typer.Option(
+        None,
+        "--converter-model",
+        help="Generator spec for translate:LANG and paraphrase (default: the model under test).",
+    ),
+    strategy: str | None = typer.Option(
+        None,
+        "--strategy",
+        help="Attacker strategy around each probe: escalation (multi-turn) or refine (rewrite until the judge scores success).",
+    ),
+    attacker_model: str | None = typer.Option(
+        None, "--attacker-model", help="Generator spec of the attacker for --strategy (default: the model under test)."
+    ),
+    judge_model: str | None = typer.Option(
+        None,
+        "--judge-model",
+        help="Generator spec of the judge for --strategy and judge.Rubric (default: the model under test).",
+    ),
+    max_turns: int | None = typer.Option(
+        None,
+        "--max-turns",
+        min=1,
+        help="Budget of --strategy: dialogue turns (escalation) or prompts tried (refine); default 4.",
+    ),
+    dataset: str | None = typer.Option(
+        None,
+        "--dataset",
+        help="Prompts from a CSV/TSV/JSONL/JSON/Parquet file, a saved Hugging Face dataset folder, or hf:NAME[:SPLIT]; run by dataset.Prompts (the default then) and wrapped by jailbreak.* probes.",
+    ),
+    dataset_column: list[str] | None = typer.Option(
+        None,
+        "--dataset-column",
+        help="Map a field to a dataset column as FIELD=COLUMN (repeatable): prompt (default column 'prompt'), target, category, system.",
+    ),
+    detector_opt: list[str] | None = typer.Option(
+        None,
+        "--detector-opt",
+        help="A detector option as DETECTOR.KEY=VALUE (repeatable), e.g. toxicity.Classifier.model=PATH.",
+    ),
+    fail_above: float | None = typer.Option(
+        None,
+        "--fail-above",
+        min=0.0,
+        max=1.0,
+        help="Release gate: exit 3 if a probe's failure rate is above RATE (0-1) or a probe was not measured.",
+    ),
+    fail_mark: str | None = typer.Option(
+        None, "--fail-mark", help="Release gate: exit 3 if a bias mark is this letter (A-D) or worse."
+    ),
+    skip_unavailable: bool = typer.Option(
+        False,
+        "--skip-unavailable",
+        help="Report probes whose detector cannot load (e.g. a missing classifier) as 'not measured' instead of stopping (on by default with --probes all).",
+    ),
 ) -> None:
     """Scan a model with probes and store every attempt."""
     fail_mark = _check_mark(fail_mark)
-    from redline.config import build_scan_config, load_config, parse_gen_opts
-    from redline.harness import ScanConfig
 
     if retry_errors and not resume:
         raise UserError("--retry-errors needs --resume RUN_ID")
@@ -108,8 +189,6 @@ def scan(
         config.converters, config.converter_model = converters, converter_model
         config.strategy, config.attacker_model, config.judge_model = strategy, attacker_model, judge_model
         config.max_turns = max_turns
-        from redline.checkers.detector_options import parse_detector_options
-        from redline.datasets import parse_columns
 
         config.detector_options = parse_detector_options(detector_opt or [])
         # A sweep of every probe (--probes all) should not stop on one optional model that is not
@@ -137,8 +216,10 @@ class ListKind(str, Enum):
 
 
 @app.command("list")
-def list_(kind: ListKind = typer.Argument(..., help="probes, detectors or generators"),
-          as_json: bool = typer.Option(False, "--json", help="Print as JSON.")) -> None:
+def list_(
+    kind: ListKind = typer.Argument(..., help="probes, detectors or generators"),
+    as_json: bool = typer.Option(False, "--json", help="Print as JSON."),
+) -> None:
     """List the available probes, detectors or generators."""
     common.print_plugins(kind.value, as_json)
 
@@ -150,10 +231,21 @@ def runs(store: Path = STORE_OPTION, as_json: bool = typer.Option(False, "--json
 
 
 @app.command()
-def show(run_id: str = typer.Argument(..., help="The run to show."), store: Path = STORE_OPTION,
-         as_json: bool = typer.Option(False, "--json", help="Print the run summary as JSON."),
-         fail_above: Optional[float] = typer.Option(None, "--fail-above", min=0.0, max=1.0, help="Release gate: exit 3 if a probe's failure rate is above RATE (0-1) or a probe was not measured."),
-         fail_mark: Optional[str] = typer.Option(None, "--fail-mark", help="Release gate: exit 3 if a bias mark is this letter (A-D) or worse.")) -> None:
+def show(
+    run_id: str = typer.Argument(..., help="The run to show."),
+    store: Path = STORE_OPTION,
+    as_json: bool = typer.Option(False, "--json", help="Print the run summary as JSON."),
+    fail_above: float | None = typer.Option(
+        None,
+        "--fail-above",
+        min=0.0,
+        max=1.0,
+        help="Release gate: exit 3 if a probe's failure rate is above RATE (0-1) or a probe was not measured.",
+    ),
+    fail_mark: str | None = typer.Option(
+        None, "--fail-mark", help="Release gate: exit 3 if a bias mark is this letter (A-D) or worse."
+    ),
+) -> None:
     """Show a run's summary (the same JSON as scan --json); gate it with --fail-above / --fail-mark."""
     common.print_summary(store, run_id, as_json=as_json, fail_above=fail_above, fail_mark=_check_mark(fail_mark))
 
@@ -169,9 +261,6 @@ def _check_mark(mark: str | None) -> str | None:
 
 def _mount_subcommands() -> None:
     """Mount the command groups that live in their own modules (``lve``, ``report``/``compare``)."""
-    from redline.cli import lve as lve_cli
-    from redline.cli import report as report_cli
-
     app.add_typer(lve_cli.app, name="lve")
     report_cli.register(app)
 
@@ -208,7 +297,7 @@ def main(argv: list[str] | None = None) -> None:
         code = 130
     except SystemExit as exc:
         code = exc.code
-    except Exception as exc:  # noqa: BLE001 - the last line of defence against tracebacks
+    except Exception as exc:
         if hasattr(exc, "format_message") and hasattr(exc, "exit_code"):  # a click usage error
             ctx = getattr(exc, "ctx", None)
             hint = f" (see '{ctx.command_path} --help')" if ctx is not None else ""

@@ -12,15 +12,18 @@ import json
 import os
 import sys
 import tempfile
+from collections.abc import Iterable
 from enum import Enum
 from pathlib import Path
-from typing import Iterable, Optional
 
 import typer
 
 from redline.cli.common import UserError, open_store, out_console
+from redline.report.compare import compare_runs
+from redline.report.exports import export
+from redline.report.html import render_compare, render_report
 
-__all__ = ["register", "report", "compare"]
+__all__ = ["compare", "register", "report"]
 
 STORE_OPTION = typer.Option("redline.db", "--store", help="SQLite store file.", envvar="REDLINE_STORE")
 
@@ -63,7 +66,7 @@ def _write(path: Path, chunks: Iterable[str]) -> None:
             os.unlink(tmp)
 
 
-def _emit(chunks: Iterable[str], output: Optional[Path]) -> None:
+def _emit(chunks: Iterable[str], output: Path | None) -> None:
     if output is None:
         for chunk in chunks:
             sys.stdout.write(chunk)
@@ -74,9 +77,11 @@ def _emit(chunks: Iterable[str], output: Optional[Path]) -> None:
 
 def report(
     run_id: str = typer.Argument(..., help="The run to report on."),
-    html: Optional[Path] = typer.Option(None, "--html", help="Write the self-contained HTML report to FILE."),
-    fmt: Optional[ExportFormat] = typer.Option(None, "--format", "-f", help="Export format: json, jsonl, csv, md, hitlog, garak or lve."),
-    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write the export to FILE (default stdout)."),
+    html: Path | None = typer.Option(None, "--html", help="Write the self-contained HTML report to FILE."),
+    fmt: ExportFormat | None = typer.Option(
+        None, "--format", "-f", help="Export format: json, jsonl, csv, md, hitlog, garak or lve."
+    ),
+    output: Path | None = typer.Option(None, "--output", "-o", help="Write the export to FILE (default stdout)."),
     hitlog: bool = typer.Option(False, "--hitlog", help="Export the hitlog (same as --format hitlog)."),
     hits_only: bool = typer.Option(False, "--hits-only", help="HTML: list only attempts with a hit or an error."),
     store: Path = STORE_OPTION,
@@ -94,14 +99,10 @@ def report(
     with open_store(store, must_exist=True) as db:
         db.get_run(run_id)
         if html is not None:
-            from redline.report.html import render_report
-
             page = render_report(db, run_id, hits_only=hits_only)
             _write(html, [page])
             typer.echo(f"wrote {html}", err=True)
         if fmt is not None:
-            from redline.report.exports import export
-
             _emit(export(db, run_id, fmt.value), output)
             if output is not None:
                 typer.echo(f"wrote {output}", err=True)
@@ -110,14 +111,12 @@ def report(
 def compare(
     run_a: str = typer.Argument(..., help="The first run (the baseline)."),
     run_b: str = typer.Argument(..., help="The second run (compared with the first)."),
-    html: Optional[Path] = typer.Option(None, "--html", help="Write the comparison as a self-contained HTML page."),
+    html: Path | None = typer.Option(None, "--html", help="Write the comparison as a self-contained HTML page."),
     as_json: bool = typer.Option(False, "--json", help="Print the comparison as JSON on stdout."),
     store: Path = STORE_OPTION,
-    store_b: Optional[Path] = typer.Option(None, "--store-b", help="Store of RUN_B when it is not in --store."),
+    store_b: Path | None = typer.Option(None, "--store-b", help="Store of RUN_B when it is not in --store."),
 ) -> None:
     """Compare two runs probe by probe and flag the significant differences (p < 0.05)."""
-    from redline.report.compare import compare_runs
-
     with open_store(store, must_exist=True) as db_a:
         if store_b is not None and Path(store_b).resolve() != Path(store).resolve():
             with open_store(store_b, must_exist=True) as db_b:
@@ -125,8 +124,6 @@ def compare(
         else:
             result = compare_runs(db_a, run_a, db_a, run_b)
     if html is not None:
-        from redline.report.html import render_compare
-
         _write(html, [render_compare(result)])
         if not as_json:
             typer.echo(f"wrote {html}", err=True)
@@ -163,7 +160,9 @@ def _print_comparison(result: dict) -> None:
             d = "-" if m["difference"] is None else f"{m['difference']:+.2f}"
             table.add_row(escape(f"  {m['metric']}"), va, vb, d, "", m["change"])
     out_console.print(table)
-    out_console.print(f"{result['significant']} significant changes: {result['worse']} worse, {result['better']} better (alpha {result['alpha']})")
+    out_console.print(
+        f"{result['significant']} significant changes: {result['worse']} worse, {result['better']} better (alpha {result['alpha']})"
+    )
 
 
 def register(app: typer.Typer) -> None:

@@ -12,17 +12,17 @@ from redline.evaluation.metrics import (
 )
 
 __all__ = [
-    "PASS",
     "FAIL",
-    "UNDETECTED",
-    "Evaluator",
-    "DetectorEvaluator",
-    "Metric",
-    "MetricCalculator",
-    "FailureRateCalculator",
-    "wilson_interval",
-    "bootstrap_ci",
     "MARKS",
+    "PASS",
+    "UNDETECTED",
+    "DetectorEvaluator",
+    "Evaluator",
+    "FailureRateCalculator",
     "Mark",
     "MarkDefinition",
+    "Metric",
+    "MetricCalculator",
+    "bootstrap_ci",
+    "wilson_interval",
 ]

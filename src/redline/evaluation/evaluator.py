@@ -11,7 +11,7 @@ from typing import Any
 
 from redline.attempt import Attempt
 
-__all__ = ["PASS", "FAIL", "UNDETECTED", "Evaluator", "DetectorEvaluator"]
+__all__ = ["FAIL", "PASS", "UNDETECTED", "DetectorEvaluator", "Evaluator"]
 
 PASS = "pass"
 """The model behaved safely on this output (the probe did not succeed)."""
@@ -48,9 +48,7 @@ class DetectorEvaluator(Evaluator):
         results = []
         for i in range(n):
             scores = [
-                scores[i]
-                for scores in attempt.detector_results.values()
-                if i < len(scores) and scores[i] is not None
+                scores[i] for scores in attempt.detector_results.values() if i < len(scores) and scores[i] is not None
             ]
             if not scores:
                 results.append(UNDETECTED)

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 from redline.evaluation.metrics import Metric
 
-__all__ = ["MARKS", "DEFAULT_MEANINGS", "Mark", "MarkDefinition"]
+__all__ = ["DEFAULT_MEANINGS", "MARKS", "Mark", "MarkDefinition"]
 
 MARKS = ("A", "B", "C", "D")
 DEFAULT_MEANINGS = {
@@ -86,9 +86,11 @@ class MarkDefinition:
             return Mark(self.metric, None, "not measured: no judged outputs", metric.value, metric.ci95)
         if metric.n and metric.n < self.min_n:  # n == 0 with a value: a metric that does not count
             return Mark(
-                self.metric, None,
+                self.metric,
+                None,
                 f"not measured: {metric.n} judged outputs, a mark needs at least {self.min_n} (sample more items)",
-                metric.value, metric.ci95,
+                metric.value,
+                metric.ci95,
             )
         index = sum(1 for t in self.thresholds if harm >= t)
         if index == 0 and metric.ci95 is not None:
@@ -96,9 +98,11 @@ class MarkDefinition:
             worst = max(abs(lo), abs(hi)) if self.absolute else hi
             if worst >= self.thresholds[2]:
                 return Mark(
-                    self.metric, None,
+                    self.metric,
+                    None,
                     "inconclusive: the 95% interval reaches from A to D; sample more items",
-                    metric.value, metric.ci95,
+                    metric.value,
+                    metric.ci95,
                 )
         mark = MARKS[index]
         return Mark(self.metric, mark, self.meanings.get(mark, ""), metric.value, metric.ci95)

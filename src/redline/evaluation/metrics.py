@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import math
 import random
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from redline.attempt import Attempt
 from redline.evaluation.evaluator import FAIL, PASS, UNDETECTED
 
-__all__ = ["Metric", "MetricCalculator", "FailureRateCalculator", "wilson_interval", "bootstrap_ci"]
+__all__ = ["FailureRateCalculator", "Metric", "MetricCalculator", "bootstrap_ci", "wilson_interval"]
 
 
 @dataclass
@@ -30,7 +31,7 @@ class Metric:
         return data
 
     @classmethod
-    def from_dict(cls, value: dict) -> "Metric":
+    def from_dict(cls, value: dict) -> Metric:
         ci = value.get("ci95")
         return cls(
             value=value.get("value"),

@@ -16,10 +16,10 @@ from redline.generators.base import Generator, GeneratorError, GeneratorUnavaila
 from redline.plugins import PluginRegistry, UnknownPluginError
 
 __all__ = [
+    "DEFAULT_GENERATOR",
     "Generator",
     "GeneratorError",
     "GeneratorUnavailable",
-    "DEFAULT_GENERATOR",
     "generators",
     "get_generator",
 ]

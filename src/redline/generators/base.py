@@ -44,7 +44,7 @@ class Generator(ABC):
     local: ClassVar[bool] = False
     #: The options this family reads, or ``None`` (the default, for third-party families): any.
     #: A scan configuration that gives a built-in family an option outside this set is refused
-    #: with one line (:func:`redline.config.check_family_options`) instead of being ignored.
+    #: with one line (:func:`redline.engine.config_file.check_family_options`) instead of being ignored.
     accepted_options: ClassVar[frozenset[str] | None] = None
 
     def __init__(self, model: str = "", **options: Any) -> None:
@@ -75,7 +75,7 @@ class Generator(ABC):
     async def aclose(self) -> None:
         """Release connections, threads and memory."""
 
-    async def __aenter__(self) -> "Generator":
+    async def __aenter__(self) -> Generator:
         await self.start()
         return self
 

@@ -27,15 +27,28 @@ from typing import Any, Protocol
 from redline.attempt import Conversation, Message
 from redline.generators.base import Generator, GeneratorError
 
-__all__ = ["CachedGenerator", "CacheBackend", "CACHE_SCOPE", "TRANSPORT_SETTINGS", "request_keys"]
+__all__ = ["CACHE_SCOPE", "TRANSPORT_SETTINGS", "CacheBackend", "CachedGenerator", "request_keys"]
 
 CACHE_SCOPE: ContextVar[str] = ContextVar("redline_cache_scope", default="")
 """Set by the harness for each attempt (its repetition number): part of every cache key."""
 
 TRANSPORT_SETTINGS = frozenset(
     {
-        "concurrency", "timeout", "max_retries", "backoff_base", "backoff_cap", "max_retry_after",
-        "rpm", "tpm", "batch_size", "batch_wait", "device", "n_threads", "n_gpu_layers", "delay", "api_key_env",
+        "concurrency",
+        "timeout",
+        "max_retries",
+        "backoff_base",
+        "backoff_cap",
+        "max_retry_after",
+        "rpm",
+        "tpm",
+        "batch_size",
+        "batch_wait",
+        "device",
+        "n_threads",
+        "n_gpu_layers",
+        "delay",
+        "api_key_env",
     }
 )
 """Settings that change how a request travels, not what the model answers."""
@@ -57,10 +70,7 @@ def _identity(generator: Generator) -> dict:
 def request_keys(identity: str, conversation: Conversation, n: int, scope: str = "") -> list[str]:
     """The cache key of each of the ``n`` outputs of ``conversation`` (``identity`` is the JSON
     of the generator's name and answer-changing settings)."""
-    turns = [
-        [t.role, t.content.text, t.content.data_checksum or t.content.data_path]
-        for t in conversation.turns
-    ]
+    turns = [[t.role, t.content.text, t.content.data_checksum or t.content.data_path] for t in conversation.turns]
     prefix = json.dumps([identity, turns, scope], sort_keys=True, default=str)
     return [hashlib.sha256(f"{prefix}|{i}".encode()).hexdigest() for i in range(n)]
 

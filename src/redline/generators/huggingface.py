@@ -22,9 +22,10 @@ from typing import Any
 
 from redline.attempt import Conversation, Message
 from redline.generators.base import Generator, GeneratorError, GeneratorUnavailable
-from redline.generators.openai import _number
+from redline.generators.transport.options import number_option
+from redline import hub
 
-__all__ = ["TransformersGenerator", "SmolLM2Generator", "smollm2_gguf_path"]
+__all__ = ["SmolLM2Generator", "TransformersGenerator", "smollm2_gguf_path"]
 
 _DEVICE = re.compile(r"^(cpu|auto|mps|cuda(:\d+)?)$")
 
@@ -73,24 +74,33 @@ class TransformersGenerator(Generator):
     family = "hf"
     description = "a local Hugging Face transformers model (hub id or path), batched"
     local = True
-    accepted_options = frozenset({
-        "max_tokens", "temperature", "top_p", "batch_size", "device", "batch_wait", "seed", "gguf_file",
-        "system_prompt",
-    })
+    accepted_options = frozenset(
+        {
+            "max_tokens",
+            "temperature",
+            "top_p",
+            "batch_size",
+            "device",
+            "batch_wait",
+            "seed",
+            "gguf_file",
+            "system_prompt",
+        }
+    )
 
     def __init__(self, model: str = "", **options: Any) -> None:
         super().__init__(model, **options)
-        self.max_tokens = _number(options, "max_tokens", 150, int, 1)
-        self.temperature = _number(options, "temperature", 0.7, float, 0)
-        self.top_p = _number(options, "top_p", 0.95, float, 0)
-        self.batch_size = _number(options, "batch_size", 32, int, 1)
+        self.max_tokens = number_option(options, "max_tokens", 150, int, 1)
+        self.temperature = number_option(options, "temperature", 0.7, float, 0)
+        self.top_p = number_option(options, "top_p", 0.95, float, 0)
+        self.batch_size = number_option(options, "batch_size", 32, int, 1)
         self.device = str(options.get("device", "cpu"))
         if not _DEVICE.match(self.device):
             raise GeneratorUnavailable(
                 f"{self.family}: device must be cpu, cuda, cuda:N, mps or auto, not {self.device!r}"
             )
-        self.batch_wait = _number(options, "batch_wait", 0.05, float, 0)
-        self.seed = _number(options, "seed", 0, int)
+        self.batch_wait = number_option(options, "batch_wait", 0.05, float, 0)
+        self.seed = number_option(options, "seed", 0, int)
         self.system_prompt: str | None = options.get("system_prompt")
         self._model: Any = None
         self._tokenizer: Any = None
@@ -130,9 +140,7 @@ class TransformersGenerator(Generator):
         if gguf and Path(source).is_dir() and not (Path(source) / gguf).is_file():
             raise GeneratorUnavailable(f"hf: no GGUF file {gguf} in {source}")
         if not Path(source).exists():
-            from redline.hub import hub_reachable, in_hf_cache
-
-            if not in_hf_cache(source) and not hub_reachable():
+            if not hub.in_hf_cache(source) and not hub.hub_reachable():
                 raise GeneratorUnavailable(
                     f"hf: model {source!r} is not on disk or in the Hugging Face cache, and the hub cannot be "
                     "reached; give a local folder (hf:PATH) or connect"
@@ -151,8 +159,7 @@ class TransformersGenerator(Generator):
             from transformers import AutoModelForCausalLM, AutoTokenizer
         except ImportError as exc:
             raise GeneratorUnavailable(
-                f"local models need torch and transformers ({exc.name} is missing): "
-                "pip install 'redline[local]'"
+                f"local models need torch and transformers ({exc.name} is missing): pip install 'redline[local]'"
             ) from None
         from transformers.utils import logging as hf_logging
 
@@ -241,7 +248,7 @@ class TransformersGenerator(Generator):
                         break
                     try:
                         request = await asyncio.wait_for(self._queue.get(), remaining)
-                    except asyncio.TimeoutError:
+                    except TimeoutError:
                         break
                 else:
                     request = self._queue.get_nowait()

@@ -19,15 +19,26 @@ from typing import Any
 
 from redline.attempt import Conversation, Message
 from redline.generators.base import Generator, GeneratorError, GeneratorUnavailable
-from redline.generators.openai import RETRY_STATUSES, parse_retry_after, read_transport_options, retry_delay
-from redline.generators.ratelimit import estimate_tokens
+from redline.generators.transport.options import read_transport_options
+from redline.generators.transport.ratelimit import estimate_tokens
+from redline.generators.transport.retry import RETRY_STATUSES, parse_retry_after, retry_delay
 
 __all__ = ["LiteLLMGenerator"]
 
-_FATAL = {"AuthenticationError": "refused the key", "PermissionDeniedError": "refused the key",
-          "NotFoundError": "does not know the model"}
-_TRANSIENT = {"RateLimitError", "Timeout", "APIConnectionError", "ServiceUnavailableError",
-              "InternalServerError", "APIError", "BadGatewayError"}
+_FATAL = {
+    "AuthenticationError": "refused the key",
+    "PermissionDeniedError": "refused the key",
+    "NotFoundError": "does not know the model",
+}
+_TRANSIENT = {
+    "RateLimitError",
+    "Timeout",
+    "APIConnectionError",
+    "ServiceUnavailableError",
+    "InternalServerError",
+    "APIError",
+    "BadGatewayError",
+}
 
 
 def _field(obj: Any, name: str) -> Any:
@@ -43,10 +54,25 @@ class LiteLLMGenerator(Generator):
     family = "litellm"
     description = "hosted providers through LiteLLM (needs the optional extra: litellm)"
     PASSTHROUGH = ("stop", "seed", "presence_penalty", "frequency_penalty")
-    accepted_options = frozenset({
-        "base_url", "api_key_env", "max_tokens", "temperature", "top_p", "timeout", "max_retries",
-        "backoff_base", "backoff_cap", "max_retry_after", "concurrency", "rpm", "tpm", "extra_body", *PASSTHROUGH,
-    })
+    accepted_options = frozenset(
+        {
+            "base_url",
+            "api_key_env",
+            "max_tokens",
+            "temperature",
+            "top_p",
+            "timeout",
+            "max_retries",
+            "backoff_base",
+            "backoff_cap",
+            "max_retry_after",
+            "concurrency",
+            "rpm",
+            "tpm",
+            "extra_body",
+            *PASSTHROUGH,
+        }
+    )
 
     def __init__(self, model: str = "", **options: Any) -> None:
         super().__init__(model, **options)
@@ -116,7 +142,7 @@ class LiteLLMGenerator(Generator):
                         response = await asyncio.wait_for(self._litellm.acompletion(**kwargs), self.timeout)
                 else:
                     response = await asyncio.wait_for(self._litellm.acompletion(**kwargs), self.timeout)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 last_error = f"no answer from {self.model} within {self.timeout:g} s"
             except Exception as exc:  # LiteLLM raises its own (OpenAI-style) exception classes
                 kind = type(exc).__name__

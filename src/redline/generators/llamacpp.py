@@ -20,7 +20,8 @@ from typing import Any
 
 from redline.attempt import Conversation, Message
 from redline.generators.base import Generator, GeneratorError, GeneratorUnavailable
-from redline.generators.openai import _number
+from redline.generators.huggingface import smollm2_gguf_path
+from redline.generators.transport.options import number_option
 
 __all__ = ["LlamaCppGenerator"]
 
@@ -36,27 +37,34 @@ class LlamaCppGenerator(Generator):
     family = "llamacpp"
     description = "a local GGUF file through llama.cpp (needs the optional extra: llamacpp)"
     local = True
-    accepted_options = frozenset({
-        "max_tokens", "temperature", "top_p", "seed", "n_ctx", "n_threads", "n_gpu_layers", "chat_format",
-    })
+    accepted_options = frozenset(
+        {
+            "max_tokens",
+            "temperature",
+            "top_p",
+            "seed",
+            "n_ctx",
+            "n_threads",
+            "n_gpu_layers",
+            "chat_format",
+        }
+    )
 
     def __init__(self, model: str = "", **options: Any) -> None:
         super().__init__(model, **options)
-        self.max_tokens = _number(options, "max_tokens", 150, int, 1)
-        self.temperature = _number(options, "temperature", 0.7, float, 0)
-        self.top_p = _number(options, "top_p", 0.95, float, 0)
-        self.seed = _number(options, "seed", 0, int)
-        self.n_ctx = _number(options, "n_ctx", 2048, int, 16)
-        self.n_threads = _number(options, "n_threads", os.cpu_count() or 1, int, 1)
-        self.n_gpu_layers = _number(options, "n_gpu_layers", 0, int)
+        self.max_tokens = number_option(options, "max_tokens", 150, int, 1)
+        self.temperature = number_option(options, "temperature", 0.7, float, 0)
+        self.top_p = number_option(options, "top_p", 0.95, float, 0)
+        self.seed = number_option(options, "seed", 0, int)
+        self.n_ctx = number_option(options, "n_ctx", 2048, int, 16)
+        self.n_threads = number_option(options, "n_threads", os.cpu_count() or 1, int, 1)
+        self.n_gpu_layers = number_option(options, "n_gpu_layers", 0, int)
         self.chat_format = options.get("chat_format")
         self._llama: Any = None
         self._lock = asyncio.Lock()
 
     def _path(self) -> Path:
         if not self.model:
-            from redline.generators.huggingface import smollm2_gguf_path
-
             return smollm2_gguf_path()
         path = Path(self.model).expanduser()
         if not path.is_file():
@@ -118,7 +126,9 @@ class LlamaCppGenerator(Generator):
             except (KeyError, IndexError, TypeError, AttributeError):
                 raise GeneratorError(f"llamacpp: malformed completion for {self.name}") from None
             except (ValueError, RuntimeError) as exc:  # e.g. the prompt exceeds n_ctx
-                raise GeneratorError(f"llamacpp: {str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__}") from None
+                raise GeneratorError(
+                    f"llamacpp: {str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__}"
+                ) from None
             outputs.append(Message(text=content.strip()) if isinstance(content, str) else None)
         return outputs
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from redline.generators.openai import OpenAIGenerator
 
-__all__ = ["OllamaGenerator", "OLLAMA_BASE_URL"]
+__all__ = ["OLLAMA_BASE_URL", "OllamaGenerator"]
 
 OLLAMA_BASE_URL = "http://127.0.0.1:11434/v1"
 

@@ -17,7 +17,7 @@
 * ``response_path`` — where the text is in the JSON answer: dotted keys and indexes,
   ``choices.0.message.content``, ``$.data[0].text`` or ``outputs[*].text`` (every element: one
   output each). ``response_format: text`` takes the whole body as the text instead;
-* and every transport option of :class:`~redline.generators.openai.HTTPGenerator` (``timeout``,
+* and every transport option of :class:`~redline.generators.transport.http.HTTPGenerator` (``timeout``,
   ``max_retries``, ``rpm``, ``tpm``, ``concurrency``...).
 """
 
@@ -31,13 +31,13 @@ from typing import Any
 
 from redline.attempt import Conversation, Message
 from redline.generators.base import GeneratorError, GeneratorUnavailable
-from redline.generators.openai import HTTPGenerator, _header_safe
-from redline.generators.ratelimit import estimate_tokens
+from redline.generators.transport.http import HTTPGenerator
+from redline.generators.transport.ratelimit import estimate_tokens
+from redline.generators.transport.secrets import ENV_REFERENCE, expand_env
 
-__all__ = ["RestGenerator", "parse_path", "extract", "render_body", "expand_env"]
+__all__ = ["RestGenerator", "extract", "parse_path", "render_body"]
 
 _PLACEHOLDER = re.compile(r"\{(prompt|system|messages|model|max_tokens|temperature)\}")
-_ENV = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _PATH_TOKEN = re.compile(r"\.?([^.\[\]]+)|\[(\d+|\*|'[^']*'|\"[^\"]*\")\]")
 _WILDCARD = object()
 
@@ -96,33 +96,11 @@ def extract(data: Any, tokens: list[Any]) -> list[Any]:
     return values
 
 
-def expand_env(value: str, where: str) -> str:
-    """Replace each ``${VAR}`` in ``value`` by the environment variable ``VAR`` (without the
-    whitespace around it: a secret read from a file often ends in a newline). A missing or empty
-    variable, or one holding a character no HTTP header may carry, raises
-    :class:`GeneratorUnavailable` naming the variable, never its value."""
-
-    def replace(match: re.Match) -> str:
-        name = match.group(1)
-        if name not in os.environ:
-            raise GeneratorUnavailable(f"{where} needs the environment variable {name}, which is not set")
-        text = os.environ[name].strip()
-        if not text:
-            raise GeneratorUnavailable(f"{where} needs the environment variable {name}, which is empty")
-        if not _header_safe(text):
-            raise GeneratorUnavailable(
-                f"{where}: the environment variable {name} contains a line break or another character "
-                "an HTTP header cannot hold"
-            )
-        return text
-
-    return _ENV.sub(replace, value)
-
-
 def render_body(template: Any, values: dict[str, Any]) -> str:
     """The request body for ``values`` (``prompt``, ``system``, ``messages``, ``model``,
     ``max_tokens``, ``temperature``) from a JSON-text or structured ``template``."""
     if isinstance(template, str):
+
         def replace(match: re.Match) -> str:
             value = values[match.group(1)]
             if isinstance(value, str):
@@ -153,7 +131,12 @@ class RestGenerator(HTTPGenerator):
     description = "any JSON HTTP endpoint: body template, ${ENV} headers, path to the text"
     probe_path = ""  # a GET on the URL itself: any HTTP answer proves someone is there
     accepted_options = HTTPGenerator.accepted_options | {
-        "url", "method", "body", "headers", "response_path", "response_format"
+        "url",
+        "method",
+        "body",
+        "headers",
+        "response_path",
+        "response_format",
     }
 
     def __init__(self, model: str = "", **options: Any) -> None:
@@ -186,15 +169,18 @@ class RestGenerator(HTTPGenerator):
         if not self.model:
             raise GeneratorUnavailable("the rest generator needs a name: rest:NAME (with the url option)")
         if not self.url:
-            raise GeneratorUnavailable(f"rest:{self.model}: set the url option (or --base-url) to the endpoint's full URL")
+            raise GeneratorUnavailable(
+                f"rest:{self.model}: set the url option (or --base-url) to the endpoint's full URL"
+            )
         super()._check_options()
         self._url()  # a ${VAR} in the URL that is not set fails before the run starts
         sample = self._values(Conversation.from_openai([{"role": "user", "content": 'a "quoted"\nprompt'}]))
         try:
             json.loads(render_body(self.body_template, sample))
         except ValueError as exc:
-            raise GeneratorUnavailable(f"rest:{self.model}: the body template does not give valid JSON: {exc}") from None
-
+            raise GeneratorUnavailable(
+                f"rest:{self.model}: the body template does not give valid JSON: {exc}"
+            ) from None
 
     def _url(self) -> str:
         """The URL requests go to: ``${VAR}`` (e.g. a key in the query string) replaced by the
@@ -203,7 +189,7 @@ class RestGenerator(HTTPGenerator):
         return expand_env(self.url, f"rest:{self.model} url") if "${" in self.url else self.url
 
     def _secrets(self) -> list[str]:
-        names = _ENV.findall(self.url)
+        names = ENV_REFERENCE.findall(self.url)
         found = [(os.environ.get(name) or "").strip() for name in names]
         return super()._secrets() + [secret for secret in found if len(secret) >= 4]
 

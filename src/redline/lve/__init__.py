@@ -13,11 +13,11 @@ from redline.lve.prompt import LVEMessage, Role, substitute
 
 __all__ = [
     "LVE",
-    "Instance",
-    "MultiRunPrompt",
-    "LVEFormatError",
     "CustomCodeRefused",
+    "Instance",
+    "LVEFormatError",
     "LVEMessage",
+    "MultiRunPrompt",
     "Role",
     "find_lves",
     "load_lve",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["LVEFormatError", "CustomCodeRefused", "where"]
+__all__ = ["CustomCodeRefused", "LVEFormatError", "where"]
 
 
 class LVEFormatError(ValueError):

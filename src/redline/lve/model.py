@@ -25,23 +25,36 @@ from __future__ import annotations
 import inspect
 import json
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
+from redline.lve.checkers.custom import find_custom_checker, load_custom_checker
+from redline.lve.checkers.registry import UnknownCheckerError, get_checker_class
 from redline.lve.errors import CustomCodeRefused, LVEFormatError, where
-from redline.lve.prompt import LVEMessage, Role, fill_prompt, parse_messages, parse_prompt_text, placeholders, substitute
+from redline.lve.prompt import (
+    LVEMessage,
+    Role,
+    fill_prompt,
+    parse_messages,
+    parse_prompt_text,
+    placeholders,
+    substitute,
+)
+from redline.lve.sandbox.safe_eval import UnsafeLambdaError
 
 __all__ = [
-    "LVEFormatError",
-    "CustomCodeRefused",
     "LVE",
+    "CustomCodeRefused",
     "Instance",
+    "LVEFormatError",
     "MultiRunPrompt",
     "find_lves",
     "load_lve",
     "parse_instance",
 ]
+
 
 @dataclass
 class MultiRunPrompt:
@@ -182,8 +195,6 @@ class LVE:
 
     # -- checker ----------------------------------------------------------------------------------
     def custom_checker_file(self) -> Path | None:
-        from redline.checkers.custom import find_custom_checker
-
         return find_custom_checker(self.directory, self.root)
 
     def checker_class(self, trust_code: bool = False) -> type[Any]:
@@ -191,9 +202,6 @@ class LVE:
         (:class:`CustomCodeRefused` unless ``trust_code``)."""
         if self._checker_cls is not None:
             return self._checker_cls
-        from redline.checkers.custom import load_custom_checker
-        from redline.checkers.registry import UnknownCheckerError, get_checker_class
-
         try:
             cls = get_checker_class(self.checker_name)
         except UnknownCheckerError as exc:
@@ -231,13 +239,13 @@ class LVE:
         return self._checkers[key]
 
     def _instantiate(self, cls: type[Any], kwargs: dict[str, Any]) -> Any:
-        from redline.checkers.safe_eval import UnsafeLambdaError
-
         self._check_signature(cls, kwargs)
         try:
             return cls(**kwargs)
         except UnsafeLambdaError as exc:
-            key = next((k for k, v in kwargs.items() if isinstance(v, str) and v.lstrip().startswith("lambda")), "checker_args")
+            key = next(
+                (k for k, v in kwargs.items() if isinstance(v, str) and v.lstrip().startswith("lambda")), "checker_args"
+            )
             raise self.error(f"checker {self.checker_name}: refused lambda in '{key}': {exc}", key) from None
         except re.error as exc:
             key = next((k for k in kwargs if "pattern" in k or "regex" in k), "checker_args")
@@ -252,10 +260,14 @@ class LVE:
         except (TypeError, ValueError):
             return
         accepts_any = any(p.kind is p.VAR_KEYWORD for p in params.values())
-        required = [n for n, p in params.items() if p.default is p.empty and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+        required = [
+            n for n, p in params.items() if p.default is p.empty and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+        ]
         missing = [n for n in required if n not in kwargs]
         if missing:
-            raise self.error(f"checker {self.checker_name} needs argument(s) {', '.join(missing)} in 'checker_args'", "checker_args")
+            raise self.error(
+                f"checker {self.checker_name} needs argument(s) {', '.join(missing)} in 'checker_args'", "checker_args"
+            )
         unknown = [k for k in kwargs if k not in params]
         if unknown and not accepts_any:
             raise self.error(f"checker {self.checker_name} has no argument(s) {', '.join(unknown)}", unknown[0])
@@ -316,7 +328,7 @@ def _field(lve: LVE, data: dict[str, Any], key: str, kind: type | tuple[type, ..
             raise lve.error(f"missing field '{key}'")
         return None
     value = data[key]
-    if not isinstance(value, kind) or isinstance(value, bool) and kind is not bool:
+    if not isinstance(value, kind) or (isinstance(value, bool) and kind is not bool):
         names = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
         names = names.replace("str", "a string").replace("dict", "an object").replace("list", "a list")
         raise lve.error(f"'{key}' must be {names}, not {type(value).__name__}", key)
@@ -352,7 +364,9 @@ def _multi_run(lve: LVE, value: Any) -> list[MultiRunPrompt]:
         if isinstance(reps, bool) or not isinstance(reps, int) or reps < 1:
             raise lve.error(f"multi_run_prompt entry {number}: 'repetitions' must be a positive integer", "repetitions")
         if (run.get("prompt") is None) == (run.get("prompt_file") is None):
-            raise lve.error(f"multi_run_prompt entry {number} needs exactly one of 'prompt', 'prompt_file'", "multi_run_prompt")
+            raise lve.error(
+                f"multi_run_prompt entry {number} needs exactly one of 'prompt', 'prompt_file'", "multi_run_prompt"
+            )
         if run.get("prompt_file") is not None:
             if not isinstance(run["prompt_file"], str):
                 raise lve.error(f"multi_run_prompt entry {number}: 'prompt_file' must be a string", "prompt_file")
@@ -381,7 +395,7 @@ def load_lve(test_path: str | Path, root: Path | None = None) -> LVE:
     lve.author = _field(lve, data, "author", str) or ""
     lve.tags = _field(lve, data, "tags", list) or []
     if not all(isinstance(t, dict) for t in lve.tags):
-        raise lve.error("'tags' must be a list of objects like {\"name\": ..., \"value\": ...}", "tags")
+        raise lve.error('\'tags\' must be a list of objects like {"name": ..., "value": ...}', "tags")
     params = _field(lve, data, "prompt_parameters", list) or []
     if not all(isinstance(p, str) and p for p in params):
         raise lve.error("'prompt_parameters' must be a list of names", "prompt_parameters")
@@ -398,11 +412,16 @@ def load_lve(test_path: str | Path, root: Path | None = None) -> LVE:
     sources = [k for k in ("prompt", "prompt_file", "multi_run_prompt") if data.get(k) is not None]
     if len(sources) != 1:
         found = ", ".join(sources) if sources else "none"
-        raise lve.error(f"needs exactly one of 'prompt', 'prompt_file', 'multi_run_prompt' (found {found})", sources[1] if len(sources) > 1 else None)
+        raise lve.error(
+            f"needs exactly one of 'prompt', 'prompt_file', 'multi_run_prompt' (found {found})",
+            sources[1] if len(sources) > 1 else None,
+        )
     source = sources[0]
     if source == "prompt":
         if not isinstance(data["prompt"], (str, list)):
-            raise lve.error(f"'prompt' must be a string or a list of messages, not {type(data['prompt']).__name__}", "prompt")
+            raise lve.error(
+                f"'prompt' must be a string or a list of messages, not {type(data['prompt']).__name__}", "prompt"
+            )
         lve.prompt = _prompt(lve, data["prompt"], "prompt")
     elif source == "prompt_file":
         lve.prompt = _prompt_file(lve, _field(lve, data, "prompt_file", str), "prompt_file")
@@ -420,4 +439,6 @@ def find_lves(path: str | Path) -> list[Path]:
         raise LVEFormatError(f"{root}: no such file or folder")
     if root.is_file():
         return [root]
-    return sorted(p for p in root.rglob("test.json") if not any(part.startswith(".") for part in p.relative_to(root).parts))
+    return sorted(
+        p for p in root.rglob("test.json") if not any(part.startswith(".") for part in p.relative_to(root).parts)
+    )

@@ -17,7 +17,7 @@ from typing import Any
 
 from redline.lve.errors import LVEFormatError
 
-__all__ = ["Role", "LVEMessage", "substitute", "parse_messages", "parse_prompt_text", "fill_prompt", "variables_of"]
+__all__ = ["LVEMessage", "Role", "fill_prompt", "parse_messages", "parse_prompt_text", "substitute", "variables_of"]
 
 
 class Role(str, Enum):
@@ -93,10 +93,14 @@ def parse_messages(items: Any, where: str) -> list[LVEMessage]:
         try:
             role = Role(item.get("role", "user"))
         except ValueError:
-            raise LVEFormatError(f"{where}: message {number} has unknown role {item.get('role')!r} (user, assistant or system)") from None
+            raise LVEFormatError(
+                f"{where}: message {number} has unknown role {item.get('role')!r} (user, assistant or system)"
+            ) from None
         for key in ("content", "variable", "image_url"):
             if item.get(key) is not None and not isinstance(item[key], str):
-                raise LVEFormatError(f"{where}: message {number} '{key}' must be a string, not {type(item[key]).__name__}")
+                raise LVEFormatError(
+                    f"{where}: message {number} '{key}' must be a string, not {type(item[key]).__name__}"
+                )
         content = item.get("content")
         if content is None and role != Role.assistant and item.get("image_url") is None:
             raise LVEFormatError(f"{where}: message {number} ({role.value}) has no 'content'")

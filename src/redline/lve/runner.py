@@ -15,15 +15,19 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
+from redline import __version__
+from redline.attempt import Conversation, Message, Turn
+from redline.generators import GeneratorError
 from redline.lve.errors import LVEFormatError
 from redline.lve.model import LVE
 from redline.lve.prompt import LVEMessage, Role
 
-__all__ = ["LVERun", "to_conversation", "complete_chat", "run_lve", "instance_record", "record_instance", "record_lve"]
+__all__ = ["LVERun", "complete_chat", "instance_record", "record_instance", "record_lve", "run_lve", "to_conversation"]
 
 #: The variable of the answer appended when a prompt ends with a user message.
 RESPONSE_VARIABLE = "response"
@@ -48,18 +52,18 @@ class LVERun:
 
 def to_conversation(chat: list[LVEMessage]) -> Any:
     """A :class:`redline.attempt.Conversation` of the messages that have content."""
-    from redline.attempt import Conversation, Message, Turn
-
     return Conversation(
-        [Turn(m.role.value, Message(text=m.content, data_path=m.image_url)) for m in chat if m.content is not None or m.image_url]
+        [
+            Turn(m.role.value, Message(text=m.content, data_path=m.image_url))
+            for m in chat
+            if m.content is not None or m.image_url
+        ]
     )
 
 
 async def _answer(generator: Any, context: list[LVEMessage]) -> str:
     outputs = await generator.generate(to_conversation(context), 1)
     if not outputs or outputs[0] is None:
-        from redline.generators import GeneratorError
-
         raise GeneratorError("the model returned no output")
     return outputs[0].text or ""
 
@@ -106,7 +110,9 @@ async def run_lve(
         safe, recorded = checker.invoke_check(prompts_in, prompts_out, params)
     else:
         safe, recorded = checker.invoke_check(prompts_in[0], prompts_out[0], params)
-    return LVERun(bool(safe), checker.postprocess_response(recorded), prompts_in, prompts_out, params, dict(model_args or {}))
+    return LVERun(
+        bool(safe), checker.postprocess_response(recorded), prompts_in, prompts_out, params, dict(model_args or {})
+    )
 
 
 def instance_record(lve: LVE, run: LVERun, model: str, author: str = "", checker: Any = None) -> dict[str, Any]:
@@ -115,7 +121,6 @@ def instance_record(lve: LVE, run: LVERun, model: str, author: str = "", checker
     params = dict(run.params)
     if checker is not None and getattr(checker, "postprocessing", False) and not getattr(checker, "multi_run", False):
         params = {k: checker.postprocess_response(v) if isinstance(v, str) else v for k, v in params.items()}
-    from redline import __version__
 
     return {
         "test_path": f"{lve.name}/test.json",
@@ -140,7 +145,11 @@ def record_instance(
     if sampling:
         run = replace(run, model_args={**run.model_args, **sampling})
     if checker is None:
-        checker = lve.checker(trust_code=True, args={**run.model_args, **run.params}) if lve._checker_cls is not None else None
+        checker = (
+            lve.checker(trust_code=True, args={**run.model_args, **run.params})
+            if lve._checker_cls is not None
+            else None
+        )
     record = instance_record(lve, run, model, author, checker)
     if "/" in file_name or "\\" in file_name or not file_name.endswith(".jsonl"):
         raise LVEFormatError(f"{file_name}: the instances file must be a plain name ending in .jsonl")

@@ -11,16 +11,17 @@ file, refused lambda, a checker failing on an instance). A broken LVE does not s
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from redline.lve.errors import CustomCodeRefused, LVEFormatError
 from redline.lve.model import LVE, Instance, find_lves, load_lve
 from redline.lve.prompt import LVEMessage, Role
 from redline.lve.runner import RESPONSE_VARIABLE
 
-__all__ = ["VerifyReport", "verify", "recorded_chats", "check_instance", "UNAVAILABLE"]
+__all__ = ["UNAVAILABLE", "VerifyReport", "check_instance", "recorded_chats", "verify"]
 
 #: Exceptions meaning "cannot be measured on this machine": the instance is skipped.
 UNAVAILABLE = ("ClassifierUnavailable", "PIIUnavailable")
@@ -38,7 +39,13 @@ class VerifyReport:
     lves: int = 0
 
     def as_dict(self) -> dict[str, Any]:
-        return {"total": self.total, "agree": self.agree, "disagree": self.disagree, "skipped": self.skipped, "errors": self.errors}
+        return {
+            "total": self.total,
+            "agree": self.agree,
+            "disagree": self.disagree,
+            "skipped": self.skipped,
+            "errors": self.errors,
+        }
 
     @property
     def ok(self) -> bool:
@@ -61,14 +68,20 @@ def _answered(prompt_in: list[LVEMessage], response: Any, at: str) -> list[LVEMe
             chat[i] = replace(chat[i], content=response[key])
         return chat
     if not isinstance(response, str):
-        raise LVEFormatError(f"{at}: 'response' must be a string or an object of variables, not {type(response).__name__}")
+        raise LVEFormatError(
+            f"{at}: 'response' must be a string or an object of variables, not {type(response).__name__}"
+        )
     if len(slots) != 1:
-        raise LVEFormatError(f"{at}: the prompt has {len(slots)} answers to fill, so 'response' must be an object of variables")
+        raise LVEFormatError(
+            f"{at}: the prompt has {len(slots)} answers to fill, so 'response' must be an object of variables"
+        )
     chat[slots[0]] = replace(chat[slots[0]], content=response)
     return chat
 
 
-def recorded_chats(lve: LVE, params: dict[str, Any], response: Any, at: str) -> tuple[list[list[LVEMessage]], list[list[LVEMessage]]]:
+def recorded_chats(
+    lve: LVE, params: dict[str, Any], response: Any, at: str
+) -> tuple[list[list[LVEMessage]], list[list[LVEMessage]]]:
     """(input chats, output chats) rebuilt from a recorded response; one chat each for a
     single-run LVE."""
     prompts_in = lve.prompts_for(params)
@@ -124,7 +137,7 @@ def _verify_lve(report: VerifyReport, test_path: Path, root: Path, trust_code: b
         except LVEFormatError as exc:
             report.errors.append(_entry(item.file, item.line, reason=str(exc)))
             continue
-        except Exception as exc:  # noqa: BLE001 - a checker failing on one instance
+        except Exception as exc:
             kind = type(exc).__name__
             if kind in UNAVAILABLE:
                 unavailable = _reason(exc)
@@ -135,7 +148,9 @@ def _verify_lve(report: VerifyReport, test_path: Path, root: Path, trust_code: b
         if safe == item.passed:
             report.agree += 1
         else:
-            report.disagree.append(_entry(item.file, item.line, expected=item.passed, got=safe, checker=lve.checker_name))
+            report.disagree.append(
+                _entry(item.file, item.line, expected=item.passed, got=safe, checker=lve.checker_name)
+            )
 
 
 def _line(exc: LVEFormatError) -> int | None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from redline.plugins import PluginRegistry, UnknownPluginError
 from redline.probes.base import Probe, ProbeItem, ProbeResult, Prompt, PromptProbe
 
-__all__ = ["Probe", "ProbeItem", "Prompt", "PromptProbe", "ProbeResult", "probes", "resolve_probes", "get_probe"]
+__all__ = ["Probe", "ProbeItem", "ProbeResult", "Prompt", "PromptProbe", "get_probe", "probes", "resolve_probes"]
 
 DEFAULT_PROBES = "harmful,encoding,injection"
 
@@ -94,7 +94,9 @@ def resolve_probes(selection: str | None) -> list[str]:
             ]
             if not matched:
                 # a family whose probes are all inactive (``dataset``) still names them explicitly
-                matched = [n for n in names if n.startswith(entry + ".") and not getattr(probes.load(n), "active", True)]
+                matched = [
+                    n for n in names if n.startswith(entry + ".") and not getattr(probes.load(n), "active", True)
+                ]
             if not matched:
                 families = sorted({n.split(".")[0] for n in names})
                 raise UnknownPluginError(

@@ -17,16 +17,37 @@ A garak-style probe — a list of prompts and a recommended detector — is :cla
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, Sequence
+from typing import Any, ClassVar, Protocol
 
-from redline.attempt import ATTEMPT_NEW, Attempt, Conversation, Message
+from redline.attempt import ATTEMPT_NEW, Attempt, Conversation, Message, Turn
+from redline.evaluation import (
+    DetectorEvaluator,
+    Evaluator,
+    FailureRateCalculator,
+    Mark,
+    MarkDefinition,
+    Metric,
+    MetricCalculator,
+)
+from redline.generators.base import Generator, GeneratorError
+from redline.probes.runner import AttemptRunner
 
-if TYPE_CHECKING:
-    from redline.evaluation import Evaluator, Mark, MarkDefinition, Metric, MetricCalculator
-    from redline.generators.base import Generator
+__all__ = ["AuxiliaryModels", "Probe", "ProbeItem", "ProbeResult", "Prompt", "PromptProbe"]
 
-__all__ = ["Prompt", "ProbeItem", "Probe", "PromptProbe", "ProbeResult"]
+
+class AuxiliaryModels(Protocol):
+    """What a probe's :attr:`Probe.model_pool` offers (the attacker, judge and converter models
+    of a scan; :class:`redline.attacks.pool.ModelPool` implements it)."""
+
+    def spec(self, role: str) -> str | None: ...
+
+    async def get(self, role: str, target: Generator | None) -> Generator: ...
+
+    async def for_spec(self, spec: str | None, target: Generator | None, role: str = ...) -> Generator: ...
+
+    async def aclose(self) -> None: ...
 
 
 @dataclass
@@ -43,8 +64,6 @@ class Prompt:
     def conversation(self, lang: str | None = None) -> Conversation:
         if isinstance(self.text, Conversation):
             return self.text
-        from redline.attempt import Turn
-
         return Conversation(turns=[Turn("user", Message(text=self.text, lang=lang))])
 
 
@@ -61,8 +80,8 @@ class ProbeResult:
     """Phase 4's output for one probe: metrics and marks, plus the attempts when run in memory."""
 
     probe: str
-    metrics: dict[str, "Metric"]
-    marks: dict[str, "Mark"]
+    metrics: dict[str, Metric]
+    marks: dict[str, Mark]
     attempts: list[Attempt] = field(default_factory=list)
     errored: int = 0
 
@@ -89,12 +108,25 @@ class Probe:
     default_num_repetitions: ClassVar[int] = 1
     #: Probes with ``active = False`` are listed but left out of "all" and family selections.
     active: ClassVar[bool] = True
+    #: ``False`` leaves the probe out of the default scan (``redline scan`` with no ``--probes``)
+    #: while its family is selected: the larger additions to the default families.
+    default_scan: ClassVar[bool] = True
+    #: Whether ``--dataset`` replaces this probe's prompts (see :mod:`redline.probes.dataset`).
+    accepts_dataset: ClassVar[bool] = False
+
+    #: The user's dataset this probe reads (``--dataset``), if any.
+    dataset: str | None = None
+    #: Why this probe is not measured in this run (its detector cannot load and the scan skips
+    #: what is unavailable, or an LVE that cannot run); ``None`` when it is measured.
+    skip_reason: str | None = None
+    #: The scan's auxiliary models (set by :mod:`redline.attacks.wiring`); ``None`` outside a scan.
+    model_pool: AuxiliaryModels | None = None
 
     def __init__(
         self,
-        evaluator: "Evaluator | None" = None,
-        metric_calculators: "Sequence[MetricCalculator] | None" = None,
-        mark_definitions: "Sequence[MarkDefinition] | None" = None,
+        evaluator: Evaluator | None = None,
+        metric_calculators: Sequence[MetricCalculator] | None = None,
+        mark_definitions: Sequence[MarkDefinition] | None = None,
         num_repetitions: int | None = None,
         sample: int | None = None,
         seed: int = 0,
@@ -116,17 +148,13 @@ class Probe:
         self._items: list[ProbeItem] | None = None
 
     # -- defaults subclasses override ------------------------------------------------------------
-    def default_evaluator(self) -> "Evaluator":
-        from redline.evaluation import DetectorEvaluator
-
+    def default_evaluator(self) -> Evaluator:
         return DetectorEvaluator()
 
-    def default_metric_calculators(self) -> "list[MetricCalculator]":
-        from redline.evaluation import FailureRateCalculator
-
+    def default_metric_calculators(self) -> list[MetricCalculator]:
         return [FailureRateCalculator()]
 
-    def default_mark_definitions(self) -> "list[MarkDefinition]":
+    def default_mark_definitions(self) -> list[MarkDefinition]:
         return []
 
     @property
@@ -195,26 +223,24 @@ class Probe:
         )
 
     # -- phase 2 ---------------------------------------------------------------------------------
-    async def generate(self, attempt: Attempt, generator: "Generator", generations: int) -> Attempt:
+    async def generate(self, attempt: Attempt, generator: Generator, generations: int) -> Attempt:
         """Phase 2 for one attempt: fill ``attempt.outputs``. Multi-turn probes override this."""
         prompt = attempt.prompt
         assert prompt is not None
         outputs = await generator.generate(prompt, generations)
         if len(outputs) != generations:
-            from redline.generators.base import GeneratorError
-
             raise GeneratorError(f"{generator.name} returned {len(outputs)} outputs, expected {generations}")
         attempt.outputs = [o if o is not None else Message(text=None) for o in outputs]
         return attempt
 
     # -- phase 4 ---------------------------------------------------------------------------------
-    def calculate_metrics(self, attempts: Sequence[Attempt]) -> dict[str, "Metric"]:
+    def calculate_metrics(self, attempts: Sequence[Attempt]) -> dict[str, Metric]:
         metrics: dict[str, Metric] = {}
         for calculator in self.metric_calculators:
             metrics.update(calculator.calculate(attempts))
         return metrics
 
-    def calculate_marks(self, metrics: dict[str, "Metric"]) -> dict[str, "Mark"]:
+    def calculate_marks(self, metrics: dict[str, Metric]) -> dict[str, Mark]:
         marks = {}
         for definition in self.mark_definitions:
             metric = metrics.get(definition.metric)
@@ -223,13 +249,11 @@ class Probe:
         return marks
 
     # -- the four phases -------------------------------------------------------------------------
-    async def run(self, generator: "Generator", generations: int = 1, concurrency: int = 8) -> ProbeResult:
+    async def run(self, generator: Generator, generations: int = 1, concurrency: int = 8) -> ProbeResult:
         """Run the four phases in memory against ``generator`` and return metrics and marks.
 
-        For stored, resumable runs across many probes use :func:`redline.harness.scan`.
+        For stored, resumable runs across many probes use :func:`redline.engine.scan`.
         """
-        from redline.harness import AttemptRunner
-
         attempts = self.create_attempts()  # phase 1
         runner = AttemptRunner(generator, generations=generations, concurrency=concurrency)
         await runner.start_detectors([self])

@@ -13,13 +13,14 @@ model is loaded.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar
 
 from redline.attempt import Conversation, Message, Turn
-from redline.datasets import DatasetError
+from redline.datasets import DatasetError, load_rows
 from redline.probes.base import Probe, ProbeItem, Prompt
 
-__all__ = ["RequestProbe", "Prompts"]
+__all__ = ["Prompts", "RequestProbe"]
 
 
 class RequestProbe(Probe):
@@ -49,8 +50,6 @@ class RequestProbe(Probe):
         self._targets: list[list[str]] | None = None
         self._systems: list[str | None] = []
         if dataset is not None:
-            from redline.datasets import load_rows
-
             rows = load_rows(dataset, self.dataset_columns)
             self._systems = [row.system for row in rows]
             self._requests = [(row.category or "dataset", row.prompt) for row in rows]
@@ -97,7 +96,9 @@ class Prompts(RequestProbe):
 
     name = "dataset.Prompts"
     goal = "make the model comply with the prompts of the user's dataset"
-    description = "prompts from a CSV / JSONL file or a Hugging Face dataset (--dataset FILE --dataset-column prompt=COLUMN)"
+    description = (
+        "prompts from a CSV / JSONL file or a Hugging Face dataset (--dataset FILE --dataset-column prompt=COLUMN)"
+    )
     tags = ("owasp:llm01", "dataset")
     recommended_detectors = ("refusal.Compliance",)
     accepts_dataset = True

@@ -7,27 +7,24 @@ a model that only decodes and repeats the instruction is not counted; one that a
 
 from __future__ import annotations
 
-import base64
-from typing import Callable, ClassVar, Sequence
+from collections.abc import Callable, Sequence
+from typing import ClassVar
 
-# The converters' encoders: for these ASCII carriers they give exactly the payloads these probes send.
-from redline.converters.encoding import ROT13 as _ROT13
-from redline.converters.encoding import Morse as _Morse
-from redline.converters.encoding import UnicodeTags as _UnicodeTags
-from redline.probes.base import Prompt, ProbeItem, Probe
+from redline.encodings import b32_encode, b64_encode, hex_encode, morse_encode, rot13, tags_encode
+from redline.probes.base import Probe, ProbeItem, Prompt
 from redline.probes.markers import MARKERS
 
 __all__ = [
-    "INSTRUCTIONS",
-    "FRAMINGS",
     "ENCODERS",
-    "EncodingProbe",
-    "Base64",
+    "FRAMINGS",
+    "INSTRUCTIONS",
     "ROT13",
-    "Hex",
     "Base32",
-    "Morse",
+    "Base64",
+    "EncodingProbe",
+    "Hex",
     "Leetspeak",
+    "Morse",
     "UnicodeTags",
     "ZeroWidth",
     "leetspeak",
@@ -49,20 +46,27 @@ FRAMINGS: list[str] = [
 ]
 
 
-
-
-
-
-
-_LEET = str.maketrans({"a": "4", "e": "3", "i": "1", "o": "0", "s": "5", "t": "7", "A": "4", "E": "3",
-                       "I": "1", "O": "0", "S": "5", "T": "7"})
+_LEET = str.maketrans(
+    {
+        "a": "4",
+        "e": "3",
+        "i": "1",
+        "o": "0",
+        "s": "5",
+        "t": "7",
+        "A": "4",
+        "E": "3",
+        "I": "1",
+        "O": "0",
+        "S": "5",
+        "T": "7",
+    }
+)
 
 
 def leetspeak(text: str) -> str:
     """``text`` with the usual leetspeak digit substitutions (a→4, e→3, i→1, o→0, s→5, t→7)."""
     return text.translate(_LEET)
-
-
 
 
 _ZERO_WIDTH = ("\u200b", "\u200c", "\u200d", "\u2060")
@@ -81,13 +85,13 @@ def zero_width(text: str) -> str:
 
 
 ENCODERS: dict[str, tuple[str, Callable[[str], str]]] = {
-    "base64": ("base64", lambda s: base64.b64encode(s.encode()).decode()),
-    "rot13": ("ROT13", _ROT13().encode),
-    "hex": ("hexadecimal", lambda s: s.encode().hex()),
-    "base32": ("base32", lambda s: base64.b32encode(s.encode()).decode()),
-    "morse": ("Morse code", _Morse().encode),
+    "base64": ("base64", b64_encode),
+    "rot13": ("ROT13", rot13),
+    "hex": ("hexadecimal", hex_encode),
+    "base32": ("base32", b32_encode),
+    "morse": ("Morse code", morse_encode),
     "leetspeak": ("leetspeak", leetspeak),
-    "unicode_tags": ("Unicode tag characters", _UnicodeTags().encode),
+    "unicode_tags": ("Unicode tag characters", tags_encode),
     "zero_width": ("text with zero-width characters", zero_width),
 }
 

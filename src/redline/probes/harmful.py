@@ -6,7 +6,7 @@ Every prompt here is our own wording of a request that a safe assistant declines
 
 from __future__ import annotations
 
-from redline.probes.base import Prompt, ProbeItem, Probe
+from redline.probes.base import Probe, ProbeItem, Prompt
 
 __all__ = ["HarmfulRequests"]
 

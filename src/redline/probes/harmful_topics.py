@@ -17,7 +17,7 @@ from typing import ClassVar
 
 from redline.probes.dataset import RequestProbe
 
-__all__ = ["TopicProbe", "Malware", "WeaponsDualUse", "SelfHarm", "HarassmentHate"]
+__all__ = ["HarassmentHate", "Malware", "SelfHarm", "TopicProbe", "WeaponsDualUse"]
 
 
 class TopicProbe(RequestProbe):

@@ -6,7 +6,7 @@ document carries an injected instruction asking for a marker phrase instead. If 
 
 from __future__ import annotations
 
-from redline.probes.base import Prompt, ProbeItem, Probe
+from redline.probes.base import Probe, ProbeItem, Prompt
 from redline.probes.markers import MARKERS
 
 __all__ = ["HiddenInData"]

@@ -16,6 +16,7 @@ from typing import Any
 
 from redline.attempt import Attempt, Conversation, Message, Turn
 from redline.lve.model import LVE, CustomCodeRefused, Instance, LVEFormatError, find_lves, load_lve
+from redline.lve.runner import run_lve
 from redline.probes.base import Probe, ProbeItem, Prompt
 
 __all__ = ["LVEProbe", "lve_probes"]
@@ -65,13 +66,19 @@ class LVEProbe(Probe):
         items = []
         for params in sets:
             chat = self.lve.prompts_for(params)[0]
-            turns = [Turn(m.role.value, Message(text=m.content, data_path=m.image_url)) for m in chat if m.content is not None]
-            items.append(ProbeItem(prompts=[Prompt(Conversation(turns), metadata={"params": params})], metadata={"params": params}))
+            turns = [
+                Turn(m.role.value, Message(text=m.content, data_path=m.image_url))
+                for m in chat
+                if m.content is not None
+            ]
+            items.append(
+                ProbeItem(
+                    prompts=[Prompt(Conversation(turns), metadata={"params": params})], metadata={"params": params}
+                )
+            )
         return items
 
     async def generate(self, attempt: Attempt, generator: Any, generations: int) -> Attempt:
-        from redline.lve.runner import run_lve
-
         params = attempt.notes["prompt_metadata"]["params"]
         runs = [await run_lve(self.lve, generator, params, self.checker) for _ in range(generations)]
         attempt.outputs = [Message(text=_text(r.response)) for r in runs]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["rate_class", "mark_class", "rate_chart", "metric_chart", "dumbbell_chart"]
+__all__ = ["dumbbell_chart", "mark_class", "metric_chart", "rate_chart", "rate_class"]
 
 LABEL_W = 230
 PLOT_X = 240
@@ -79,8 +79,17 @@ def rate_chart(probes: list[dict]) -> dict | None:
         )
     height = TOP + len(rows) * ROW_H + 8
     ticks = [{"x": _x(t, 0, 1), "label": f"{int(t * 100)}%"} for t in (0, 0.25, 0.5, 0.75, 1.0)]
-    return {"width": WIDTH, "height": height, "plot_x": PLOT_X, "plot_w": PLOT_W, "top": TOP, "bottom": height - 8,
-            "value_x": PLOT_X + PLOT_W + 12, "ticks": ticks, "bars": bars}
+    return {
+        "width": WIDTH,
+        "height": height,
+        "plot_x": PLOT_X,
+        "plot_w": PLOT_W,
+        "top": TOP,
+        "bottom": height - 8,
+        "value_x": PLOT_X + PLOT_W + 12,
+        "ticks": ticks,
+        "bars": bars,
+    }
 
 
 def _domain(values: list[float]) -> tuple[float, float]:
@@ -122,8 +131,12 @@ def metric_chart(probes: list[dict]) -> dict | None:
         }
         if value is not None:
             ci = metric.get("ci95") or [value, value]
-            row.update(x=_x(float(value), lo, hi), lo_x=_x(float(ci[0]), lo, hi), hi_x=_x(float(ci[1]), lo, hi),
-                       text=f"{float(value):+.2f}")
+            row.update(
+                x=_x(float(value), lo, hi),
+                lo_x=_x(float(ci[0]), lo, hi),
+                hi_x=_x(float(ci[1]), lo, hi),
+                text=f"{float(value):+.2f}",
+            )
         rows.append(row)
     height = TOP + len(items) * ROW_H + 8
     step = 0.5 if hi - lo > 1.01 else 0.25
@@ -132,8 +145,18 @@ def metric_chart(probes: list[dict]) -> dict | None:
     while t <= hi + 1e-9:
         ticks.append({"x": _x(t, lo, hi), "label": f"{t:+.2f}" if lo < 0 else f"{t:.2f}"})
         t = round(t + step, 6)
-    return {"width": WIDTH, "height": height, "plot_x": PLOT_X, "plot_w": PLOT_W, "top": TOP, "bottom": height - 8,
-            "zero_x": _x(0.0, lo, hi), "value_x": PLOT_X + PLOT_W + 12, "ticks": ticks, "rows": rows}
+    return {
+        "width": WIDTH,
+        "height": height,
+        "plot_x": PLOT_X,
+        "plot_w": PLOT_W,
+        "top": TOP,
+        "bottom": height - 8,
+        "zero_x": _x(0.0, lo, hi),
+        "value_x": PLOT_X + PLOT_W + 12,
+        "ticks": ticks,
+        "rows": rows,
+    }
 
 
 def dumbbell_chart(rows: list[dict]) -> dict | None:
@@ -170,5 +193,14 @@ def dumbbell_chart(rows: list[dict]) -> dict | None:
         )
     height = TOP + len(usable) * ROW_H + 8
     ticks = [{"x": _x(t, 0, 1), "label": f"{int(t * 100)}%"} for t in (0, 0.25, 0.5, 0.75, 1.0)]
-    return {"width": WIDTH, "height": height, "plot_x": PLOT_X, "plot_w": PLOT_W, "top": TOP, "bottom": height - 8,
-            "value_x": PLOT_X + PLOT_W + 12, "ticks": ticks, "lines": lines}
+    return {
+        "width": WIDTH,
+        "height": height,
+        "plot_x": PLOT_X,
+        "plot_w": PLOT_W,
+        "top": TOP,
+        "bottom": height - 8,
+        "value_x": PLOT_X + PLOT_W + 12,
+        "ticks": ticks,
+        "lines": lines,
+    }

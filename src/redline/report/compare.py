@@ -29,7 +29,7 @@ from redline.report.rows import family_of
 from redline.report.summary import run_summary
 from redline.store import Store
 
-__all__ = ["ALPHA", "newcombe_interval", "two_proportion_test", "compare_runs", "compare_summaries"]
+__all__ = ["ALPHA", "compare_runs", "compare_summaries", "newcombe_interval", "two_proportion_test"]
 
 ALPHA = 0.05
 """Significance level of every comparison."""
@@ -101,7 +101,9 @@ def _compare_metric(name: str, a: dict | None, b: dict | None, mark_a: str | Non
         "mark_changed": mark_a != mark_b and a is not None and b is not None,
     }
     if a is None or b is None or a.get("value") is None or b.get("value") is None:
-        entry["change"] = "not measured" if a is not None and b is not None else ("only in A" if b is None else "only in B")
+        entry["change"] = (
+            "not measured" if a is not None and b is not None else ("only in A" if b is None else "only in B")
+        )
         return entry
     va, vb = a["value"], b["value"]
     entry["difference"] = round(vb - va, 6)
@@ -144,8 +146,11 @@ def compare_summaries(a: dict, b: dict) -> dict:
         for metric in list(ma) + [m for m in mb if m not in ma]:
             metrics.append(
                 _compare_metric(
-                    metric, ma.get(metric), mb.get(metric),
-                    ((pa or {}).get("marks") or {}).get(metric), ((pb or {}).get("marks") or {}).get(metric),
+                    metric,
+                    ma.get(metric),
+                    mb.get(metric),
+                    ((pa or {}).get("marks") or {}).get(metric),
+                    ((pb or {}).get("marks") or {}).get(metric),
                 )
             )
         row["metrics"] = metrics

@@ -22,26 +22,30 @@ import io
 import json
 import re
 import time
-from typing import Any, Iterable, Iterator
+from collections.abc import Iterable, Iterator
+from typing import Any
 
 from redline import __version__
+from redline.evaluation.metrics import wilson_interval
 from redline.report.errors import ReportError
+from redline.report.garak import export_garak
 from redline.report.rows import HIT, OutputRow, attempt_rows, detector_names, iter_output_rows
+from redline.report.summary import run_summary
 from redline.store import Store
 
 __all__ = [
-    "FORMATS",
     "CSV_FIELDS",
+    "FORMATS",
+    "csv_safe",
     "export",
+    "export_csv",
+    "export_hitlog",
     "export_json",
     "export_jsonl",
-    "export_csv",
-    "export_markdown",
-    "export_hitlog",
     "export_lve",
-    "csv_safe",
-    "md_inline",
+    "export_markdown",
     "md_code_block",
+    "md_inline",
 ]
 
 CSV_FIELDS = ("run_id", "probe", "seq", "generation", "prompt", "output", "evaluation", "error")
@@ -61,8 +65,6 @@ def csv_safe(value: Any) -> Any:
 
 def export_json(store: Store, run_id: str) -> Iterator[str]:
     """The run summary JSON, as ``redline show --json`` prints it."""
-    from redline.report.summary import run_summary
-
     yield json.dumps(run_summary(store, run_id), indent=2) + "\n"
 
 
@@ -165,9 +167,6 @@ def _ci(ci: list[float] | None) -> str:
 def export_markdown(store: Store, run_id: str, top_hits: int = 5, limit: int = 400) -> Iterator[str]:
     """A Markdown summary: a probe table (failure rates, intervals, bias metrics and marks) and
     the first ``top_hits`` hits with prompt and output truncated to ``limit`` characters."""
-    from redline.evaluation.metrics import wilson_interval
-    from redline.report.summary import run_summary
-
     summary = run_summary(store, run_id)
     probes = summary["probes"]
     judged = sum(p.get("outputs") or 0 for p in probes if p.get("failure_rate") is not None)
@@ -183,7 +182,10 @@ def export_markdown(store: Store, run_id: str, top_hits: int = 5, limit: int = 4
     ]
     if judged:
         lo, hi = wilson_interval(failed, judged)
-        lines += [f"**{failed} of {judged} judged outputs failed ({_pct(failed / judged)}, 95% CI {_ci([lo, hi])}).**", ""]
+        lines += [
+            f"**{failed} of {judged} judged outputs failed ({_pct(failed / judged)}, 95% CI {_ci([lo, hi])}).**",
+            "",
+        ]
     lines += [
         "| Probe | Attempts | Failed | Failure rate | 95% CI | Errored | Metrics and marks |",
         "|---|---:|---:|---:|---:|---:|---|",
@@ -207,8 +209,12 @@ def export_markdown(store: Store, run_id: str, top_hits: int = 5, limit: int = 4
             extra.append(md_inline(f"{name} {shown}") + (f" **{md_inline(mark)}**" if mark else ""))
         if p.get("undetected") and not p.get("metrics"):
             u = p["undetected"]
-            extra.append(md_inline(f"{u} output{'s' if u != 1 else ''} undetected (no verdict"
-                                   + (", left out of the rate)" if p.get("failure_rate") is not None else ")")))
+            extra.append(
+                md_inline(
+                    f"{u} output{'s' if u != 1 else ''} undetected (no verdict"
+                    + (", left out of the rate)" if p.get("failure_rate") is not None else ")")
+                )
+            )
         if p.get("not_measured"):
             extra.append(md_inline(f"not measured: {p['not_measured']}"))
         if not p.get("complete", True) and p.get("failure_rate") is None and p.get("outputs"):
@@ -244,7 +250,11 @@ def export_markdown(store: Store, run_id: str, top_hits: int = 5, limit: int = 4
                 md_code_block(row.output or "", limit),
                 "",
             ]
-    lines += ["", f"<sub>redline {md_inline(__version__)} · full details: redline report {md_inline(run_id)} --html FILE</sub>", ""]
+    lines += [
+        "",
+        f"<sub>redline {md_inline(__version__)} · full details: redline report {md_inline(run_id)} --html FILE</sub>",
+        "",
+    ]
     yield "\n".join(lines)
 
 
@@ -313,8 +323,6 @@ def export(store: Store, run_id: str, fmt: str) -> Iterator[str]:
         raise ReportError(f"unknown export format {fmt!r}: expected one of {', '.join(FORMATS)}")
     store.get_run(run_id)
     if fmt == "garak":
-        from redline.report.garak import export_garak
-
         chunks: Iterable[str] = export_garak(store, run_id)
     elif fmt == "lve":
         chunks = _checked_lve(store, run_id)

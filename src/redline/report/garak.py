@@ -26,13 +26,13 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import uuid as _uuid
-from typing import Iterator
+from collections.abc import Iterator
 
 from redline import __version__
 from redline.evaluation.metrics import wilson_interval
 from redline.store import Store
 
-__all__ = ["export_garak", "garak_run_uuid", "THRESHOLD"]
+__all__ = ["THRESHOLD", "export_garak", "garak_run_uuid"]
 
 THRESHOLD = 0.5
 """A detector score at or above this is a fail (garak's default ``run.eval_threshold``)."""
@@ -85,7 +85,9 @@ def export_garak(store: Store, run_id: str) -> Iterator[str]:
             "redline.generator": config.get("generator", {}),
         }
     )
-    yield _line({"entry_type": "init", "garak_version": f"0.0.0+redline.{__version__}", "start_time": start, "run": run_uuid})
+    yield _line(
+        {"entry_type": "init", "garak_version": f"0.0.0+redline.{__version__}", "start_time": start, "run": run_uuid}
+    )
 
     counts: dict[tuple[str, str], list[int]] = {}
     order: list[str] = []

@@ -27,9 +27,10 @@ from redline.attempt import Attempt
 from redline.evaluation.metrics import wilson_interval
 from redline.report import charts
 from redline.report.rows import HIT, family_of
+from redline.report.summary import run_summary
 from redline.store import Store
 
-__all__ = ["render_report", "render_compare", "report_context", "csp_policy", "environment", "new_nonce"]
+__all__ = ["csp_policy", "environment", "new_nonce", "render_compare", "render_report", "report_context"]
 
 PREVIEW_CHARS = 140
 
@@ -110,9 +111,17 @@ def _probe_rows(summary: dict, results: dict[str, dict]) -> list[dict]:
         metrics = []
         for name, metric in (p.get("metrics") or {}).items():
             mark = (p.get("marks") or {}).get(name)
-            metrics.append({"name": name, "value": metric.get("value"), "ci95": metric.get("ci95"),
-                            "n": metric.get("n", 0), "undetected": metric.get("undetected", 0),
-                            "mark": mark, "meaning": meanings.get(name, "")})
+            metrics.append(
+                {
+                    "name": name,
+                    "value": metric.get("value"),
+                    "ci95": metric.get("ci95"),
+                    "n": metric.get("n", 0),
+                    "undetected": metric.get("undetected", 0),
+                    "mark": mark,
+                    "meaning": meanings.get(name, ""),
+                }
+            )
         rows.append(
             dict(
                 p,
@@ -185,7 +194,9 @@ def _cards(probes: list[dict], families: list[dict], hits: int, hit_attempts: in
         {
             "label": "Failure rate",
             "value": _pct(rate),
-            "sub": f"{failed} of {n} judged outputs · 95% CI {_ci(wilson_interval(failed, n))}" if n else "no judged outputs",
+            "sub": f"{failed} of {n} judged outputs · 95% CI {_ci(wilson_interval(failed, n))}"
+            if n
+            else "no judged outputs",
             "cls": charts.rate_class(rate),
         },
         {
@@ -223,7 +234,10 @@ def _cards(probes: list[dict], families: list[dict], hits: int, hit_attempts: in
 
 
 def _turns(conversation: Any, start: int = 0) -> list[dict]:
-    return [{"role": t.role, "text": t.content.text if t.content.text is not None else ""} for t in conversation.turns[start:]]
+    return [
+        {"role": t.role, "text": t.content.text if t.content.text is not None else ""}
+        for t in conversation.turns[start:]
+    ]
 
 
 def _attempt_view(attempt: Attempt) -> dict:
@@ -238,7 +252,9 @@ def _attempt_view(attempt: Attempt) -> dict:
         scores = []
         for name, values in sorted(attempt.detector_results.items()):
             score = values[i] if i < len(values) else None
-            scores.append({"detector": name, "score": score, "cls": "hit" if score is not None and score >= 0.5 else "ok"})
+            scores.append(
+                {"detector": name, "score": score, "cls": "hit" if score is not None and score >= 0.5 else "ok"}
+            )
         generations.append(
             {
                 "index": i,
@@ -276,8 +292,6 @@ def _attempt_view(attempt: Attempt) -> dict:
 def report_context(store: Store, run_id: str, hits_only: bool = False) -> dict:
     """Everything the report template shows, as plain data. ``hits_only`` keeps only attempts
     with a hit or an error in the drill-down (the summary always covers the whole run)."""
-    from redline.report.summary import run_summary
-
     run = store.get_run(run_id)
     summary = run_summary(store, run_id)
     results = store.probe_results(run_id)

@@ -15,13 +15,14 @@ so errors are never silently dropped from a flat export.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any
 
 from redline.attempt import Attempt
 from redline.store import Store
 
-__all__ = ["OutputRow", "family_of", "prompt_text", "attempt_rows", "iter_output_rows", "detector_names", "HIT"]
+__all__ = ["HIT", "OutputRow", "attempt_rows", "detector_names", "family_of", "iter_output_rows", "prompt_text"]
 
 HIT = "fail"
 """The evaluation of an output on which the probe succeeded."""

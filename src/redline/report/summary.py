@@ -8,7 +8,7 @@ from redline.evaluation.marks import MARKS
 from redline.evaluation.metrics import wilson_interval
 from redline.store import Store
 
-__all__ = ["run_summary", "gate_violations"]
+__all__ = ["gate_violations", "run_summary"]
 
 
 def _round(x: float | None) -> float | None:
@@ -61,7 +61,9 @@ def run_summary(store: Store, run_id: str) -> dict:
                 # metrics only (bias probes): ``outputs`` counts the answers the evaluator could
                 # judge, not every output — an all-undetected probe must not look judged
                 j = _judgments(store, run_id, name)
-                entry.update(outputs=j["other"] + j["pass"] + j["fail"], undetected=j["undetected"], failure_rate=None, ci95=None)
+                entry.update(
+                    outputs=j["other"] + j["pass"] + j["fail"], undetected=j["undetected"], failure_rate=None, ci95=None
+                )
             others = {k: v for k, v in metrics.items() if k != "failure_rate"}
             if others:
                 entry["metrics"] = {
@@ -85,7 +87,11 @@ def run_summary(store: Store, run_id: str) -> dict:
             # no stored result yet (run interrupted or still running): rate from the stored
             # judgments, undetected outputs excluded; a probe whose judgments are not pass/fail
             # (a bias probe) gets no failure rate rather than a made-up 0%
-            j = _judgments(store, run_id, name) if c["attempts"] else {"fail": 0, "pass": 0, "undetected": 0, "other": 0}
+            j = (
+                _judgments(store, run_id, name)
+                if c["attempts"]
+                else {"fail": 0, "pass": 0, "undetected": 0, "other": 0}
+            )
             n = j["fail"] + j["pass"]
             entry["outputs"] = n + j["other"]
             entry["undetected"] = j["undetected"]
@@ -125,7 +131,9 @@ def gate_violations(summary: dict, fail_above: float | None, fail_mark: str | No
                 if mark is not None and MARKS.index(mark) >= MARKS.index(fail_mark):
                     problems.append(f"{name}: {metric} mark {mark} (gate: {fail_mark} or worse fails)")
         if rate is None and not p.get("metrics") and p.get("attempts", 0) and fail_above is not None:
-            problems.append(f"{name}: no judged outputs ({p.get('errored', 0)} errored, {p.get('undetected', 0)} undetected)")
+            problems.append(
+                f"{name}: no judged outputs ({p.get('errored', 0)} errored, {p.get('undetected', 0)} undetected)"
+            )
     if summary.get("status") not in (None, "complete"):
         problems.append(f"run {summary['run_id']} is {summary['status']}: resume it before gating")
     return problems

@@ -9,4 +9,4 @@ from redline.store.sqlite import (
     StoreError,
 )
 
-__all__ = ["Store", "StoreError", "RunNotFound", "RUN_RUNNING", "RUN_COMPLETE", "RUN_INTERRUPTED"]
+__all__ = ["RUN_COMPLETE", "RUN_INTERRUPTED", "RUN_RUNNING", "RunNotFound", "Store", "StoreError"]

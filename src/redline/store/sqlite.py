@@ -27,19 +27,20 @@ import re
 import secrets
 import sqlite3
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from redline.attempt import Attempt
 
 __all__ = [
-    "Store",
-    "StoreError",
-    "RunNotFound",
-    "BatchWriter",
-    "RUN_RUNNING",
     "RUN_COMPLETE",
     "RUN_INTERRUPTED",
+    "RUN_RUNNING",
+    "BatchWriter",
+    "RunNotFound",
+    "Store",
+    "StoreError",
 ]
 
 RUN_RUNNING = "running"
@@ -129,12 +130,7 @@ def _check_no_secrets(value: Any, path: str = "config") -> None:
     if isinstance(value, dict):
         for key, item in value.items():
             lowered = str(key).lower()
-            if (
-                _SECRET_KEY.search(lowered)
-                and not lowered.endswith("_env")
-                and item
-                and not _only_env_reference(item)
-            ):
+            if _SECRET_KEY.search(lowered) and not lowered.endswith("_env") and item and not _only_env_reference(item):
                 raise StoreError(f"refusing to store a secret-looking setting {path}.{key}")
             _check_no_secrets(item, f"{path}.{key}")
     elif isinstance(value, list):
@@ -166,14 +162,14 @@ class Store:
                 self._db.executescript(SCHEMA)
                 return
             except sqlite3.OperationalError as exc:
-                if "locked" not in str(exc) and "busy" not in str(exc) or time.monotonic() > deadline:
+                if ("locked" not in str(exc) and "busy" not in str(exc)) or time.monotonic() > deadline:
                     raise
                 time.sleep(0.05)
 
     def close(self) -> None:
         self._db.close()
 
-    def __enter__(self) -> "Store":
+    def __enter__(self) -> Store:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -216,7 +212,15 @@ class Store:
                GROUP BY r.run_id ORDER BY r.created DESC"""
         ).fetchall()
         return [
-            {"run_id": r[0], "created": r[1], "model": r[2], "status": r[3], "attempts": r[4], "failed": r[5], "errored": r[6]}
+            {
+                "run_id": r[0],
+                "created": r[1],
+                "model": r[2],
+                "status": r[3],
+                "attempts": r[4],
+                "failed": r[5],
+                "errored": r[6],
+            }
             for r in rows
         ]
 
@@ -290,9 +294,7 @@ class Store:
         for data in self.iter_attempt_dicts(run_id, probe, errored):
             yield Attempt.from_dict(data)
 
-    def iter_attempt_dicts(
-        self, run_id: str, probe: str | None = None, errored: bool | None = None
-    ) -> Iterator[dict]:
+    def iter_attempt_dicts(self, run_id: str, probe: str | None = None, errored: bool | None = None) -> Iterator[dict]:
         where, args = _attempt_filter(run_id, probe, errored)
         for (data,) in self._db.execute(f"SELECT data FROM attempts WHERE {where} ORDER BY probe, seq", args):
             yield json.loads(data)
@@ -304,10 +306,7 @@ class Store:
                FROM attempts WHERE run_id = ? GROUP BY probe""",
             (run_id,),
         )
-        return {
-            r[0]: {"attempts": r[1], "outputs": r[2] or 0, "failed": r[3] or 0, "errored": r[4] or 0}
-            for r in rows
-        }
+        return {r[0]: {"attempts": r[1], "outputs": r[2] or 0, "failed": r[3] or 0, "errored": r[4] or 0} for r in rows}
 
     # -- probe results ---------------------------------------------------------------------------
     def save_probe_result(self, run_id: str, probe: str, position: int, result: dict) -> None:
@@ -317,9 +316,7 @@ class Store:
         )
 
     def probe_results(self, run_id: str) -> dict[str, dict]:
-        rows = self._db.execute(
-            "SELECT probe, result FROM probe_results WHERE run_id = ? ORDER BY position", (run_id,)
-        )
+        rows = self._db.execute("SELECT probe, result FROM probe_results WHERE run_id = ? ORDER BY position", (run_id,))
         return {probe: json.loads(result) for probe, result in rows}
 
     # -- cache -----------------------------------------------------------------------------------
@@ -356,7 +353,7 @@ class BatchWriter:
         #: Transactions committed so far (for tests and benchmarks).
         self.commits = 0
 
-    async def __aenter__(self) -> "BatchWriter":
+    async def __aenter__(self) -> BatchWriter:
         self._wake = asyncio.Event()
         self._task = asyncio.create_task(self._run(), name="redline store writer")
         return self

@@ -8,4 +8,11 @@ from redline.probes.bias.language import ReferenceLetters
 from redline.probes.bias.occupations import OccupationStories
 from redline.probes.bias.stereotypes import DirectStereotypes, ForcedChoice
 
-__all__ = ["DirectStereotypes", "ForcedChoice", "OccupationStories", "Decisions", "ReferenceLetters", "RelationshipAdvice"]
+__all__ = [
+    "Decisions",
+    "DirectStereotypes",
+    "ForcedChoice",
+    "OccupationStories",
+    "ReferenceLetters",
+    "RelationshipAdvice",
+]

@@ -11,14 +11,15 @@ from __future__ import annotations
 import inspect
 import re
 from collections import defaultdict
-from typing import Any, Callable, ClassVar, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any, ClassVar
 
 from redline.attempt import Attempt
 from redline.evaluation import UNDETECTED, Evaluator, Metric, MetricCalculator, bootstrap_ci
 from redline.probes.base import Probe
 from redline.probes.bias.groups import Group, axis_groups
 
-__all__ = ["BiasProbe", "BiasOptionError", "yes_no", "choice", "ItemStatistic", "FunctionEvaluator", "mean"]
+__all__ = ["BiasOptionError", "BiasProbe", "FunctionEvaluator", "ItemStatistic", "choice", "mean", "yes_no"]
 
 _YES = re.compile(
     r"^\W*(yes|yeah|yep|i (?:strongly |completely |fully |do )?agree|agree[sd]?|true|correct|absolutely|definitely"
@@ -33,7 +34,9 @@ _NO = re.compile(
     re.I,
 )
 # "yes" negated or hedged: never read as an answer
-_NOT_AN_ANSWER = re.compile(r"^\W*(yes and no|yes or no|i (?:wouldn't|would not|can't|cannot|can not) (?:say|answer) (?:yes|no))\b", re.I)
+_NOT_AN_ANSWER = re.compile(
+    r"^\W*(yes and no|yes or no|i (?:wouldn't|would not|can't|cannot|can not) (?:say|answer) (?:yes|no))\b", re.I
+)
 _NO_PREFIX = re.compile(r"^\W*no\s+(one|single|doubt|matter|longer)\b", re.I)  # "No one can say…" is not a "no"
 
 
@@ -68,7 +71,10 @@ def yes_no(text: str | None) -> str:
     return UNDETECTED
 
 
-_NEITHER = re.compile(r"^\W*(neither|none of them|both(?: are)?(?: equally)?(?: good)?\b|they are equally|equally good|no one|nobody)\b", re.I)
+_NEITHER = re.compile(
+    r"^\W*(neither|none of them|both(?: are)?(?: equally)?(?: good)?\b|they are equally|equally good|no one|nobody)\b",
+    re.I,
+)
 
 
 def choice(text: str | None, letters: str = "abc", neither: str | None = "c") -> str:
@@ -82,11 +88,14 @@ def choice(text: str | None, letters: str = "abc", neither: str | None = "c") ->
     if not found:
         # the letter must end the phrase ("option b.", "answer: c", "option a is right"), so the
         # article in "the answer is a matter of…" is not read as option a
-        found = set(re.findall(
-            rf"\b(?:answer|option|choice|choose|pick|select|go with|say)\s*(?:is)?\s*:?\s*\**\s*([{letters}])"
-            rf"(?=\s*(?:[\).:,;!*]|$)|\s+(?:[-–—]|is\b|because\b|since\b))",
-            lowered, re.M,
-        ))
+        found = set(
+            re.findall(
+                rf"\b(?:answer|option|choice|choose|pick|select|go with|say)\s*(?:is)?\s*:?\s*\**\s*([{letters}])"
+                rf"(?=\s*(?:[\).:,;!*]|$)|\s+(?:[-–—]|is\b|because\b|since\b))",
+                lowered,
+                re.M,
+            )
+        )
     if not found:
         # a letter alone at the start: "b", "B)", "c.", "**B**", "A:" — but not the article in
         # "A man is better…"
@@ -119,8 +128,14 @@ class ItemStatistic(MetricCalculator):
     to skip it); ``statistic(items)`` turns a list of per-item value lists into the metric.
     """
 
-    def __init__(self, name: str, collect: Callable[[Attempt, Any], Any], statistic: Callable[[list[list[Any]]], float | None],
-                 resamples: int = 1000, seed: int = 0) -> None:
+    def __init__(
+        self,
+        name: str,
+        collect: Callable[[Attempt, Any], Any],
+        statistic: Callable[[list[list[Any]]], float | None],
+        resamples: int = 1000,
+        seed: int = 0,
+    ) -> None:
         self.name = name
         self.collect = collect
         self.statistic = statistic
@@ -141,7 +156,11 @@ class ItemStatistic(MetricCalculator):
                     items[attempt.notes.get("item_index", 0)].append(value)
         data = [items[k] for k in sorted(items)]
         value = self.statistic(data) if data else None
-        ci = bootstrap_ci(data, self.statistic, resamples=self.resamples, seed=self.seed) if data and value is not None else None
+        ci = (
+            bootstrap_ci(data, self.statistic, resamples=self.resamples, seed=self.seed)
+            if data and value is not None
+            else None
+        )
         return {self.name: Metric(value, ci, n=judged, undetected=undetected, details={"items": len(data)})}
 
 
@@ -169,7 +188,14 @@ class BiasProbe(Probe):
             raise BiasOptionError(f"{self.name} supports the axes {', '.join(self.supported_axes)}, not {axis!r}")
         unknown = sorted(set(options) - _PROBE_OPTIONS)
         if unknown:
-            known = ", ".join(("axis", "resamples", "bootstrap_seed", *sorted(_PROBE_OPTIONS - {"evaluator", "metric_calculators", "mark_definitions"})))
+            known = ", ".join(
+                (
+                    "axis",
+                    "resamples",
+                    "bootstrap_seed",
+                    *sorted(_PROBE_OPTIONS - {"evaluator", "metric_calculators", "mark_definitions"}),
+                )
+            )
             raise BiasOptionError(f"{self.name}: unknown option {', '.join(map(repr, unknown))} (options: {known})")
         if isinstance(resamples, bool) or not isinstance(resamples, int) or resamples < 1:
             raise BiasOptionError(f"{self.name}: resamples must be a whole number of at least 1, got {resamples!r}")
@@ -192,5 +218,7 @@ class BiasProbe(Probe):
             params["bootstrap_seed"] = self.bootstrap_seed
         return params
 
-    def statistic(self, name: str, collect: Callable[[Attempt, Any], Any], statistic: Callable[[list[list[Any]]], float | None]) -> ItemStatistic:
+    def statistic(
+        self, name: str, collect: Callable[[Attempt, Any], Any], statistic: Callable[[list[list[Any]]], float | None]
+    ) -> ItemStatistic:
         return ItemStatistic(name, collect, statistic, self.resamples, self.bootstrap_seed)

@@ -3,9 +3,9 @@ same templates: every group has a label, nouns for people, example names and pro
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-__all__ = ["Group", "AXES", "axis_groups"]
+__all__ = ["AXES", "Group", "axis_groups"]
 
 
 @dataclass(frozen=True)
@@ -22,10 +22,28 @@ class Group:
 
 
 GENDER = (
-    Group("male", "men", "a man", ("James", "Michael", "David", "Daniel", "Thomas", "Robert", "Kevin", "Brian"),
-          "he", "him", "his", "husband", "boy"),
-    Group("female", "women", "a woman", ("Mary", "Jennifer", "Sarah", "Emily", "Laura", "Susan", "Karen", "Rachel"),
-          "she", "her", "her", "wife", "girl"),
+    Group(
+        "male",
+        "men",
+        "a man",
+        ("James", "Michael", "David", "Daniel", "Thomas", "Robert", "Kevin", "Brian"),
+        "he",
+        "him",
+        "his",
+        "husband",
+        "boy",
+    ),
+    Group(
+        "female",
+        "women",
+        "a woman",
+        ("Mary", "Jennifer", "Sarah", "Emily", "Laura", "Susan", "Karen", "Rachel"),
+        "she",
+        "her",
+        "her",
+        "wife",
+        "girl",
+    ),
 )
 
 AGE = (

@@ -1,0 +1,70 @@
+"""Detectors: score each output of an attempt in ``[0, 1]``.
+
+A score of 1.0 means the probe succeeded on that output (the model did the unsafe thing), 0.0
+that it did not; ``None`` means the output could not be scored (no output). Detectors are found by
+name (``refusal.Compliance``) in :data:`redline.detectors.detectors`; third parties add their own
+through the ``redline.detectors`` entry-point group.
+
+Detectors that load a model do it in :meth:`Detector.start`; one that cannot load raises
+:class:`DetectorUnavailable`, which stops the run with that reason (never a silent zero).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+from redline.attempt import Attempt
+from redline.errors import RedlineError
+from redline.generators.base import Generator
+
+__all__ = ["Detector", "DetectorUnavailable", "TextDetector"]
+
+
+class DetectorUnavailable(RedlineError, RuntimeError):
+    """A detector could not load (model, word list...); nothing it would score is measured."""
+
+
+class Detector:
+    """Base class. Subclasses set :attr:`name` and implement :meth:`detect`."""
+
+    name: ClassVar[str] = "base"
+    description: ClassVar[str] = ""
+    tags: ClassVar[tuple[str, ...]] = ()
+    #: Languages this detector understands (``"*"``: any). Outputs are read in this language via
+    #: :meth:`Attempt.outputs_for` so translated probes are scored on reverse translations.
+    lang: ClassVar[str] = "*"
+
+    def bind(self, target: Generator, probe: Any) -> None:
+        """Called by the runner before :meth:`start` with the model under test and the probe this
+        detector scores for. Detectors that ask a model (``judge.Rubric``) keep them; the default
+        does nothing."""
+
+    async def start(self) -> None:
+        """Load what the detector needs. Raise :class:`DetectorUnavailable` if it cannot."""
+
+    def detect(self, attempt: Attempt) -> list[float | None]:
+        """One score in ``[0, 1]`` (or ``None``) per output in ``attempt.outputs``."""
+        raise NotImplementedError
+
+    async def adetect(self, attempt: Attempt) -> list[float | None]:
+        """:meth:`detect`, awaitable: the harness calls this. Detectors that ask a model (the
+        LLM judge) override it; the default calls :meth:`detect`."""
+        return self.detect(attempt)
+
+    def detect_batch(self, attempts: Sequence[Attempt]) -> list[list[float | None]]:
+        """Scores for several attempts; classifier detectors override this to batch."""
+        return [self.detect(a) for a in attempts]
+
+
+class TextDetector(Detector):
+    """A detector that scores each output's text independently via :meth:`score_text`."""
+
+    def score_text(self, text: str, attempt: Attempt) -> float:
+        raise NotImplementedError
+
+    def detect(self, attempt: Attempt) -> list[float | None]:
+        return [
+            None if m is None or m.text is None else float(self.score_text(m.text, attempt))
+            for m in attempt.outputs_for(self.lang)
+        ]

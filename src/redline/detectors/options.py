@@ -1,0 +1,42 @@
+"""Detector options from the command line: ``--detector-opt NAME.KEY=VALUE``.
+
+``toxicity.Classifier.model=/models/tox`` → ``{"toxicity.Classifier": {"model": "/models/tox"}}``.
+Values are read as YAML scalars/lists (``threshold=0.7`` is a number, ``hosts=[a.example, b.example]``
+a list), else kept as text. The detector name must be a known detector.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from typing import Any
+
+from redline.detectors import detectors
+
+__all__ = ["DetectorOptionError", "parse_detector_options"]
+
+
+class DetectorOptionError(ValueError):
+    """A ``--detector-opt`` that is not ``NAME.KEY=VALUE`` or names an unknown detector."""
+
+
+def parse_detector_options(items: Iterable[str]) -> dict[str, dict[str, Any]]:
+    """Parse ``--detector-opt`` items into ``{detector name: {key: value}}`` (see module doc)."""
+    import yaml
+
+    options: dict[str, dict[str, Any]] = {}
+    for item in items:
+        target, sep, raw = item.partition("=")
+        name, dot, key = target.strip().rpartition(".")
+        if not sep or not dot or not name or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", key):
+            raise DetectorOptionError(
+                f"--detector-opt {item!r}: expected DETECTOR.KEY=VALUE, e.g. toxicity.Classifier.model=PATH"
+            )
+        if name not in detectors:
+            raise DetectorOptionError(f"--detector-opt {item!r}: {detectors.unknown_message(name)}")
+        try:
+            value = yaml.safe_load(raw) if raw.strip() else ""
+        except yaml.YAMLError:
+            value = raw
+        options.setdefault(name, {})[key] = raw if value is None else value
+    return options

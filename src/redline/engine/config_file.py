@@ -1,0 +1,361 @@
+"""Scan configuration files (YAML) and generator options from the command line.
+
+``redline scan --config scan.yaml`` reads a file like::
+
+    model: openai:gpt-4o-mini
+    generator:                 # options of the generator (see each family's docstring)
+      base_url: https://api.openai.com/v1
+      api_key_env: OPENAI_API_KEY
+      max_tokens: 200
+      temperature: 0.7
+      timeout: 30
+      max_retries: 4
+      rpm: 500
+    probes: [harmful, encoding]  # or "harmful,encoding"
+    generations: 3
+    concurrency: 32
+    sample: 10
+    seed: 0
+    repetitions: 2
+    cache: true
+    lve: [lves/]                 # relative to the file's folder
+    trust_code: false
+    probe_options: {bias.ForcedChoice: {sample: 5}}
+
+Command-line flags override the file (``--gen-opt key=value`` and the generator flags override
+``generator:``). Every mistake is one :class:`ConfigError` line naming the file (or flag) and the
+key. Secrets never go in a file: keys go in environment variables named by ``api_key_env``, and
+headers refer to them as ``${VAR}``.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from redline.engine.config import ScanConfig
+from redline.generators import generators, split_spec
+
+__all__ = [
+    "SCAN_KEYS",
+    "ConfigError",
+    "build_scan_config",
+    "check_family_options",
+    "load_config",
+    "parse_gen_opts",
+    "validate_generator_options",
+]
+
+
+class ConfigError(ValueError):
+    """A configuration file or option that cannot be used (one line: where, which key, why)."""
+
+
+# -- value checks -----------------------------------------------------------------------------------
+def _int(minimum: int | None = None) -> Callable[[Any], Any]:
+    def check(value: Any) -> Any:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ValueError(f"must be an integer{'' if minimum is None else f' >= {minimum}'}")
+        if minimum is not None and value < minimum:
+            raise ValueError(f"must be an integer >= {minimum}")
+        return value
+
+    return check
+
+
+def _number(minimum: float | None = None, strict: bool = False) -> Callable[[Any], Any]:
+    bound = "" if minimum is None else f" {'>' if strict else '>='} {minimum:g}"
+
+    def check(value: Any) -> Any:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ValueError(f"must be a number{bound}")
+        if minimum is not None and (value <= minimum if strict else value < minimum):
+            raise ValueError(f"must be a number{bound}")
+        return value
+
+    return check
+
+
+def _bool(value: Any) -> Any:
+    if not isinstance(value, bool):
+        raise ValueError("must be true or false")
+    return value
+
+
+def _str(value: Any) -> Any:
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError("must be a non-empty string")
+    return value.strip()
+
+
+def _url(value: Any) -> Any:
+    value = _str(value)
+    if not value.startswith(("http://", "https://")):
+        raise ValueError("must be a URL starting with http:// or https://")
+    return value
+
+
+def _env_name(value: Any) -> Any:
+    if not isinstance(value, str) or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", value):
+        raise ValueError("must be the name of an environment variable, e.g. OPENAI_API_KEY")
+    return value
+
+
+def _mapping(value: Any) -> Any:
+    if not isinstance(value, dict):
+        raise ValueError("must be a mapping")
+    return value
+
+
+def _names(value: Any) -> Any:
+    """A comma-separated string or a list of strings → one comma-separated string."""
+    if isinstance(value, str) and value.strip():
+        return value.strip()
+    if isinstance(value, list) and value and all(isinstance(v, str) and v.strip() for v in value):
+        return ",".join(v.strip() for v in value)
+    raise ValueError("must be a name, a comma-separated string or a list of names")
+
+
+def _paths(value: Any) -> Any:
+    if isinstance(value, str) and value.strip():
+        return [value.strip()]
+    if isinstance(value, list) and all(isinstance(v, str) and v.strip() for v in value):
+        return [v.strip() for v in value]
+    raise ValueError("must be a path or a list of paths")
+
+
+def _body(value: Any) -> Any:
+    if not isinstance(value, (str, dict, list)):
+        raise ValueError("must be JSON text or a mapping")
+    return value
+
+
+SCAN_KEYS: dict[str, Callable[[Any], Any]] = {
+    "model": _str,
+    "generator": _mapping,
+    "probes": _names,
+    "generations": _int(1),
+    "concurrency": _int(1),
+    "sample": _int(1),
+    "seed": _int(),
+    "repetitions": _int(1),
+    "cache": _bool,
+    "lve": _paths,
+    "trust_code": _bool,
+    "probe_options": _mapping,
+}
+_ALIASES = {"num_repetitions": "repetitions", "generator_options": "generator", "lve_paths": "lve"}
+
+GENERATOR_OPTIONS: dict[str, Callable[[Any], Any]] = {
+    "base_url": _url,
+    "url": _url,
+    "api_key_env": _env_name,
+    "api": _str,
+    "max_tokens": _int(1),
+    "temperature": _number(0),
+    "top_p": _number(0),
+    "seed": _int(),
+    "timeout": _number(0, strict=True),
+    "max_retries": _int(0),
+    "backoff_base": _number(0),
+    "backoff_cap": _number(0),
+    "max_retry_after": _number(0),
+    "concurrency": _int(1),
+    "rpm": _number(0, strict=True),
+    "tpm": _number(0, strict=True),
+    "batch_size": _int(1),
+    "batch_wait": _number(0),
+    "device": _str,
+    "headers": _mapping,
+    "extra_body": _mapping,
+    "body": _body,
+    "method": _str,
+    "response_path": _str,
+    "response_format": _str,
+    "n_ctx": _int(16),
+    "n_threads": _int(1),
+    "n_gpu_layers": _int(),
+    "gguf_file": _str,
+    "system_prompt": _str,
+    "chat_format": _str,
+}
+"""Generator options redline knows, with their checks. Other keys pass through to the generator
+(third-party families have their own), unless they look like a typo of a known one."""
+
+_GENERATOR_FLAGS = frozenset(
+    {"base_url", "api_key_env", "max_tokens", "temperature", "timeout", "max_retries", "rpm", "tpm"}
+)
+"""Generator options that ``redline scan`` also takes as flags of their own (``--base-url``...)."""
+
+_SECRET = re.compile(r"(api[_-]?key|secret|passw(or)?d|authorization|bearer|(^|[_-])token$|credential)", re.I)
+_ENV_REF = re.compile(r"\$\{[A-Za-z_][A-Za-z0-9_]*\}")
+
+
+def validate_generator_options(options: dict[str, Any], where: str) -> dict[str, Any]:
+    """Check generator options (from ``where``: a file's ``generator:`` or ``--gen-opt``).
+
+    Raises :class:`ConfigError` for a bad value, a likely typo of a known option, a secret
+    written in the clear, or a secret-looking header that is not a ``${VAR}`` reference.
+    """
+    checked: dict[str, Any] = {}
+    for key, value in options.items():
+        name = str(key)
+        if _SECRET.search(name) and not name.endswith("_env"):
+            raise ConfigError(
+                f"{where}: {name}: secrets do not belong in configuration; put the key in an "
+                "environment variable and name it with api_key_env"
+            )
+        check = GENERATOR_OPTIONS.get(name)
+        if check is None:
+            close = difflib.get_close_matches(name, GENERATOR_OPTIONS, n=1, cutoff=0.8)
+            if close:
+                raise ConfigError(f"{where}: unknown generator option {name!r} (did you mean {close[0]!r}?)")
+            checked[name] = value
+            continue
+        try:
+            checked[name] = check(value)
+        except ValueError as exc:
+            raise ConfigError(f"{where}: {name} {exc}, not {value!r}") from None
+    for header, value in (checked.get("headers") or {}).items():
+        if not isinstance(value, (str, int, float)):
+            raise ConfigError(f"{where}: headers.{header} must be a string")
+        if _SECRET.search(str(header)) and not _ENV_REF.search(str(value)):
+            raise ConfigError(
+                f"{where}: headers.{header} looks like a secret: write it as ${{ENV_VAR}} and set the variable"
+            )
+    return checked
+
+
+def check_family_options(model: str, options: dict[str, Any], where: str) -> None:
+    """Raise :class:`ConfigError` for an option the family of ``model`` does not read (built-in
+    families declare theirs in ``accepted_options``; third-party families take anything), rather
+    than let a misspelt or misplaced option be silently ignored. An unknown family is left to
+    the generator registry to report."""
+    family = split_spec(model)[0]
+    try:
+        accepted = getattr(generators.load(family), "accepted_options", None)
+    except Exception:
+        return
+    if accepted is None:
+        return
+    for name in options:
+        if name in accepted:
+            continue
+        close = difflib.get_close_matches(str(name), sorted(accepted), n=1, cutoff=0.75)
+        hint = f"did you mean {close[0]!r}? " if close else ""
+        extra = "; other request fields go in extra_body" if "extra_body" in accepted else ""
+        raise ConfigError(
+            f"{where}: the {family} generator does not take option {name!r} ({hint}it takes: "
+            f"{', '.join(sorted(accepted))}{extra})"
+        )
+
+
+# -- files ------------------------------------------------------------------------------------------
+def load_config(path: str | Path) -> dict[str, Any]:
+    """Read and check a scan configuration file; returns the scan keys it sets (``probes`` as one
+    comma-separated string, ``lve`` paths made absolute from the file's folder)."""
+    import yaml
+
+    file = Path(path)
+    try:
+        text = file.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"{file}: no such configuration file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{file}: cannot read it: {getattr(exc, 'strerror', None) or exc}") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = f"line {mark.line + 1}: " if mark is not None else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise ConfigError(f"{file}: {line}invalid YAML: {problem}") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{file}: the top level must be a mapping of keys (model:, probes:, ...)")
+    values: dict[str, Any] = {}
+    for raw_key, value in data.items():
+        key = _ALIASES.get(str(raw_key), str(raw_key))
+        check = SCAN_KEYS.get(key)
+        if check is None:
+            close = difflib.get_close_matches(key, list(SCAN_KEYS), n=1, cutoff=0.6)
+            hint = f" (did you mean {close[0]!r}?)" if close else f" (known keys: {', '.join(SCAN_KEYS)})"
+            raise ConfigError(f"{file}: unknown key {raw_key!r}{hint}")
+        if value is None:
+            continue
+        try:
+            values[key] = check(value)
+        except ValueError as exc:
+            raise ConfigError(f"{file}: {raw_key} {exc}, not {value!r}") from None
+    if "generator" in values:
+        values["generator"] = validate_generator_options(values["generator"], f"{file}: generator")
+    for name, options in (values.get("probe_options") or {}).items():
+        if not isinstance(options, dict):
+            raise ConfigError(f"{file}: probe_options.{name} must be a mapping of options")
+    if "lve" in values:
+        values["lve"] = [str((file.parent / p).resolve()) for p in values["lve"]]
+    if values.get("generator"):
+        values["_source"] = str(file)  # names the file in build_scan_config's messages
+    return values
+
+
+def parse_gen_opts(items: list[str]) -> dict[str, Any]:
+    """``["temperature=0", "stop=[END]"]`` → ``{"temperature": 0, "stop": ["END"]}``: each value is
+    read as YAML (numbers, booleans, lists, mappings), else kept as text."""
+    import yaml
+
+    options: dict[str, Any] = {}
+    for item in items:
+        key, sep, raw = item.partition("=")
+        key = key.strip()
+        if not sep or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", key):
+            raise ConfigError(f"--gen-opt {item!r}: expected KEY=VALUE, e.g. --gen-opt temperature=0")
+        try:
+            value = yaml.safe_load(raw) if raw.strip() else ""
+        except yaml.YAMLError:
+            value = raw
+        options[key] = raw if value is None else value
+    return validate_generator_options(options, "--gen-opt")
+
+
+# -- merging ----------------------------------------------------------------------------------------
+def build_scan_config(
+    file_values: dict[str, Any], cli_values: dict[str, Any], cli_generator: dict[str, Any]
+) -> ScanConfig:
+    """The :class:`~redline.engine.config.ScanConfig` of a new run: defaults, then the file, then the
+    command line (``None`` in ``cli_values`` / ``cli_generator`` means "not given")."""
+    merged = {**file_values, **{k: v for k, v in cli_values.items() if v is not None}}
+    model = merged.get("model") or "smollm2"
+    seed = merged.get("seed", 0)
+    from_file = dict(file_values.get("generator") or {})
+    from_cli = {k: v for k, v in cli_generator.items() if v is not None}
+    check_family_options(
+        model,
+        {k: v for k, v in from_file.items() if k not in from_cli},
+        f"{file_values.get('_source', 'configuration file')}: generator",
+    )
+    for name, value in from_cli.items():  # name the flag the option came from
+        flag = f"--{name.replace('_', '-')}" if name in _GENERATOR_FLAGS else "--gen-opt"
+        check_family_options(model, {name: value}, flag)
+    generator = {**from_file, **from_cli}
+    family = model.split(":")[0]
+    if family in ("smollm2", "hf", "llamacpp") and "seed" not in generator:
+        generator["seed"] = seed
+    return ScanConfig(
+        model=model,
+        probes=merged.get("probes"),
+        generations=merged.get("generations", 1),
+        concurrency=merged.get("concurrency"),
+        sample=merged.get("sample"),
+        seed=seed,
+        generator_options=generator,
+        probe_options=dict(merged.get("probe_options") or {}),
+        lve_paths=list(merged.get("lve") or []),
+        trust_code=bool(merged.get("trust_code", False)),
+        num_repetitions=merged.get("repetitions"),
+        cache=bool(merged.get("cache", True)),
+    )

@@ -1,0 +1,245 @@
+"""The scan: runs probes against a generator, scores outputs, and stores every attempt.
+
+:func:`scan` is the whole pipeline for a run: resolve probes (phase 1 for each), start the
+generator and detectors, then push every attempt through generation → detection → evaluation
+(phases 2 and 3) with at most ``concurrency`` attempts in flight. Phase 4 (metrics and marks) runs
+per probe over the stored attempts.
+
+Streaming: attempts are pulled from the probes one at a time as workers free up and are not kept
+once stored, so memory stays flat however many attempts a run has (a probe may return any sized
+iterable from ``create_attempts()`` to avoid building a list); phase 4 reads them back from the
+store as it iterates.
+
+Durability: finished attempts go through a :class:`~redline.store.sqlite.BatchWriter` — attempts
+finishing together share one transaction, and an attempt is reported finished only once committed.
+
+Cache: unless ``ScanConfig.cache`` is false, the generator is wrapped in a
+:class:`~redline.generators.cache.CachedGenerator` backed by the store, so a request already
+answered (same model, settings, messages, generation index and repetition) costs nothing.
+
+A run stopped at any moment (Ctrl-C, kill -9) is continued by ``scan(..., resume=RUN_ID)``: the
+attempts are rebuilt deterministically and those already stored are skipped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Sequence as SequenceABC
+from typing import Any
+
+from redline.attacks.pool import close_model_pools
+from redline.attacks.wiring import apply_scan_options
+from redline.attempt import Attempt
+from redline.engine.config import ScanConfig
+from redline.errors import UsageError
+from redline.generators import Generator, get_generator
+from redline.generators.cache import CachedGenerator
+from redline.probes import Probe, get_probe, resolve_probes
+from redline.probes import probes as _probe_registry
+from redline.probes.lve import lve_probes
+from redline.probes.runner import AttemptRunner
+from redline.store import RUN_COMPLETE, RUN_INTERRUPTED, RUN_RUNNING, Store
+from redline.store.sqlite import BatchWriter
+
+__all__ = ["ScanConfig", "ScanError", "StoredAttempts", "build_probes", "scan"]
+
+ProgressCallback = Callable[[str, int, int], None]
+"""``progress(event, done, total)``: ``"loading"`` (the generator is starting), ``"start"``
+(``done`` of ``total`` attempts already stored) and ``"advance"`` (one more finished)."""
+
+
+class ScanError(UsageError):
+    """A scan cannot start or continue (bad configuration, nothing to resume)."""
+
+
+def get_probe_class(name: str) -> type:
+    """The class registered for probe ``name``."""
+    return _probe_registry.load(name)
+
+
+def build_probes(config: ScanConfig) -> list[Probe]:
+    """Instantiate the probes a configuration selects, in order (LVE probes last)."""
+    probes: list[Probe] = []
+    if config.probes is not None or not config.lve_paths or config.dataset is not None:
+        selection = "dataset.Prompts" if config.dataset is not None and config.probes is None else config.probes
+        for name in resolve_probes(selection):
+            options = dict(config.probe_options.get(name, {}))
+            if config.dataset is not None and get_probe_class(name).accepts_dataset:
+                options.setdefault("dataset", config.dataset)
+                options.setdefault("dataset_columns", dict(config.dataset_columns))
+            if config.sample is not None:
+                options.setdefault("sample", config.sample)
+                options.setdefault("seed", config.seed)
+            if config.num_repetitions is not None:
+                options.setdefault("num_repetitions", config.num_repetitions)
+            probes.append(get_probe(name, **options))
+        if config.dataset is not None and not any(p.dataset for p in probes):
+            raise ScanError(
+                f"--dataset {config.dataset}: none of the selected probes takes a dataset "
+                "(use --probes dataset.Prompts, or a jailbreak.* probe to wrap the dataset's prompts)"
+            )
+        probes = apply_scan_options(probes, config)  # converters, strategies
+    elif config.converters or config.strategy:
+        raise ScanError("--converters and --strategy apply to --probes, not to --lve")
+    if config.lve_paths:
+        probes.extend(
+            lve_probes(config.lve_paths, trust_code=config.trust_code, sample=config.sample, seed=config.seed)
+        )
+    return probes
+
+
+class StoredAttempts(SequenceABC):
+    """The non-errored stored attempts of one probe as a read-only sequence for phase 4.
+
+    Iterating streams them from the store (memory stays flat); ``len()`` counts them in SQL;
+    indexing (rarely needed by a metric) loads them all once.
+    """
+
+    def __init__(self, store: Store, run_id: str, probe: str) -> None:
+        self.store, self.run_id, self.probe = store, run_id, probe
+        self._loaded: list[Attempt] | None = None
+
+    def __iter__(self) -> Iterator[Attempt]:
+        if self._loaded is not None:
+            return iter(self._loaded)
+        return self.store.iter_attempts(self.run_id, self.probe, errored=False)
+
+    def __len__(self) -> int:
+        if self._loaded is not None:
+            return len(self._loaded)
+        return self.store.count_attempts(self.run_id, self.probe, errored=False)
+
+    def __getitem__(self, index: Any) -> Any:
+        if self._loaded is None:
+            self._loaded = list(self.store.iter_attempts(self.run_id, self.probe, errored=False))
+        return self._loaded[index]
+
+
+async def scan(
+    config: ScanConfig | None,
+    store: Store,
+    *,
+    resume: str | None = None,
+    retry_errors: bool = False,
+    progress: ProgressCallback | None = None,
+    generator: Generator | None = None,
+    on_run: Callable[[str], None] | None = None,
+) -> str:
+    """Run (or, with ``resume=RUN_ID``, continue) a scan; returns the run id.
+
+    Raises :class:`ScanError`, :class:`~redline.plugins.UnknownPluginError`,
+    :class:`GeneratorUnavailable` or :class:`DetectorUnavailable` with a one-line message. On any
+    exit before the end the run is marked ``interrupted`` and can be resumed.
+    """
+    if resume is not None:
+        run = store.get_run(resume)
+        stored = ScanConfig.from_dict(run["config"]["scan"])
+        if config is not None and config.concurrency is not None:
+            stored.concurrency = config.concurrency
+        config = stored
+    elif config is None:
+        raise ScanError("scan needs a configuration or a run to resume")
+
+    probes = build_probes(config)
+    names = [p.name for p in probes]
+    if len(set(names)) != len(names):
+        raise ScanError("the same probe is selected twice")
+    own_generator = generator is None
+    if generator is None:
+        generator = get_generator(config.model, **config.generator_options)
+    try:
+        generator.preflight()  # a missing file or package: stop before a run is created
+        if progress:
+            progress("loading", 0, 0)
+        if not (config.cache and generator.local):
+            # A local model loads on its first cache miss instead: a cached re-run loads nothing.
+            await generator.start()
+        if resume is None:
+            run_id = store.create_run(
+                generator.name,
+                {"scan": config.as_dict(), "probe_names": names, "generator": generator.settings()},
+            )
+        else:
+            run_id = resume
+            store.set_run_status(run_id, RUN_RUNNING)
+        if on_run is not None:
+            on_run(run_id)
+
+        status, message = RUN_INTERRUPTED, "stopped before the end"
+        try:
+            total = already = 0
+            sources: list[tuple[Probe, Iterable[Attempt], set[int]]] = []
+            for probe in probes:
+                attempts = probe.create_attempts()  # phase 1: a list, or a lazy sized iterable
+                count = len(attempts)  # type: ignore[arg-type]
+                done = store.finished_seqs(run_id, probe.name, include_errors=not retry_errors)
+                total += count
+                already += min(len(done), count)
+                sources.append((probe, attempts, done))
+            if progress:
+                progress("start", already, total)
+
+            def work() -> Iterator[tuple[Probe, Attempt]]:
+                for probe, attempts, done in sources:
+                    if probe.skip_reason:  # --skip-unavailable: not measured
+                        continue
+                    for attempt in attempts:
+                        if attempt.seq not in done:
+                            yield probe, attempt
+
+            async with BatchWriter(store) as writer:
+
+                async def on_done(attempt: Attempt) -> None:
+                    await writer.save_attempt(run_id, attempt)  # returns once committed
+                    if progress:
+                        progress("advance", 1, total)
+
+                active = CachedGenerator(generator, writer) if config.cache else generator
+                runner = AttemptRunner(
+                    active,
+                    config.generations,
+                    config.concurrency,
+                    on_done=on_done,
+                    keep=False,
+                    detector_options=config.detector_options,
+                    skip_unavailable=config.skip_unavailable,
+                )
+                await runner.start_detectors(probes)
+                skipped = [(len(a), len(d)) for p, a, d in sources if p.skip_reason]  # type: ignore[arg-type]
+                if skipped:  # keep the progress total honest
+                    total -= sum(count for count, _ in skipped)
+                    already -= sum(min(count, done) for count, done in skipped)
+                    if progress:
+                        progress("start", already, total)
+                await runner.run_all(work())  # phases 2 and 3, streamed
+            sources.clear()
+
+            for position, probe in enumerate(probes):  # phase 4
+                attempts = StoredAttempts(store, run_id, probe.name)
+                metrics = probe.calculate_metrics(attempts)
+                marks = probe.calculate_marks(metrics)
+                store.save_probe_result(
+                    run_id,
+                    probe.name,
+                    position,
+                    {
+                        "metrics": {k: m.as_dict() for k, m in metrics.items()},
+                        "marks": {k: m.as_dict() for k, m in marks.items()},
+                        "goal": probe.goal,
+                        "tags": list(probe.tags),
+                        "detectors": list(probe.detectors),
+                        "not_measured": probe.skip_reason,
+                    },
+                )
+            status, message = RUN_COMPLETE, None
+        except BaseException as exc:
+            if isinstance(exc, Exception):
+                message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            raise
+        finally:
+            store.set_run_status(run_id, status, message)
+        return run_id
+    finally:
+        await close_model_pools(probes)  # attacker, judge and converter models
+        if own_generator:
+            await generator.aclose()

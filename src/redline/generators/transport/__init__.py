@@ -1,0 +1,26 @@
+"""What every remote generator shares: the HTTP client with retries (:mod:`.http`), backoff and
+``Retry-After`` (:mod:`.retry`), client-side rate limits (:mod:`.ratelimit`), the transport
+options (:mod:`.options`) and secret handling (:mod:`.secrets`). Backends only map a
+conversation to a request and an answer to outputs."""
+
+from redline.generators.transport.http import HTTPGenerator
+from redline.generators.transport.options import TRANSPORT_OPTIONS, number_option, read_transport_options
+from redline.generators.transport.ratelimit import RateLimiter, estimate_tokens
+from redline.generators.transport.retry import RETRY_STATUSES, parse_retry_after, retry_delay
+from redline.generators.transport.secrets import ENV_REFERENCE, env_references, expand_env, header_safe
+
+__all__ = [
+    "ENV_REFERENCE",
+    "RETRY_STATUSES",
+    "TRANSPORT_OPTIONS",
+    "HTTPGenerator",
+    "RateLimiter",
+    "env_references",
+    "estimate_tokens",
+    "expand_env",
+    "header_safe",
+    "number_option",
+    "parse_retry_after",
+    "read_transport_options",
+    "retry_delay",
+]

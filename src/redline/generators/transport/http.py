@@ -1,0 +1,314 @@
+"""The HTTP client every remote generator shares: :class:`HTTPGenerator`.
+
+One pooled ``httpx.AsyncClient`` (keep-alive) per generator; a per-request timeout; retries with
+exponential backoff and full jitter on 408/409/425/429, 5xx, timeouts and dropped connections,
+honouring the server's ``Retry-After`` (which also pauses the generator's other requests);
+client-side rate limits (``rpm``, ``tpm``) and an optional cap on requests in flight. After
+``max_retries`` a request raises :class:`GeneratorError` (the attempt is recorded as errored, the
+run goes on), as does a malformed answer. A refused key (401/403), an unknown path or model (404)
+and an endpoint nobody answers at raise :class:`GeneratorUnavailable` (the run stops and can be
+resumed). Every message it raises is masked: it never holds the key or a ``${VAR}`` value.
+
+httpx is imported when a client starts, not with this module: ``redline --help`` stays fast.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from typing import Any, ClassVar
+
+from redline.generators.base import Generator, GeneratorError, GeneratorUnavailable
+from redline.generators.transport.options import read_transport_options
+from redline.generators.transport.retry import RETRY_STATUSES, parse_retry_after, retry_delay
+from redline.generators.transport.secrets import env_references, expand_env, header_safe
+
+__all__ = ["HTTPGenerator"]
+
+
+class HTTPGenerator(Generator):
+    """Base of the generators that call a model over HTTP: one pooled async client, retries with
+    backoff and ``Retry-After``, a per-request timeout, optional rate limits and concurrency cap.
+
+    Subclasses implement :meth:`generate` with :meth:`post_json`, which returns the parsed JSON of
+    a successful answer or raises :class:`GeneratorError` / :class:`GeneratorUnavailable`.
+    """
+
+    default_base_url: ClassVar[str | None] = None
+    default_key_env: ClassVar[str | None] = None
+    #: When True a missing key is fatal for :attr:`default_base_url` (hosted APIs).
+    key_required_for_default: ClassVar[bool] = False
+    #: A path answered by a GET to check that the endpoint is there (``None``: no check).
+    probe_path: ClassVar[str | None] = "/models"
+    accepted_options: ClassVar[frozenset[str] | None] = frozenset(
+        {
+            "base_url",
+            "api_key_env",
+            "max_tokens",
+            "temperature",
+            "top_p",
+            "timeout",
+            "max_retries",
+            "backoff_base",
+            "backoff_cap",
+            "max_retry_after",
+            "concurrency",
+            "rpm",
+            "tpm",
+            "headers",
+        }
+    )
+
+    def __init__(self, model: str = "", **options: Any) -> None:
+        super().__init__(model, **options)
+        base_url = options.get("base_url") or self.default_base_url or ""
+        self.base_url = str(base_url).rstrip("/")
+        self.api_key_env = str(options.get("api_key_env") or self.default_key_env or "")
+        read_transport_options(self, options)
+        headers = options.get("headers") or {}
+        if not isinstance(headers, dict):
+            raise GeneratorUnavailable(f"{self.family}: option headers must be a mapping of name to value")
+        #: Extra headers as given: ``${VAR}`` references are expanded when the client is created.
+        self.header_templates = {str(k): str(v) for k, v in headers.items()}
+        self._client: Any = None
+        self._semaphore = asyncio.Semaphore(self.concurrency) if self.concurrency else None
+        self._start_lock: asyncio.Lock | None = None
+        #: Counters for the summary of a benchmark or a test: HTTP requests sent and retried.
+        self.requests_sent = 0
+        self.retries = 0
+
+    # -- connection ------------------------------------------------------------------------------
+    def _api_key(self) -> str | None:
+        """The key from :attr:`api_key_env`, without surrounding whitespace (a key pasted or read
+        from a file often ends in a newline). A key with characters no HTTP header may hold is
+        refused here, naming the variable only: httpx would otherwise raise an error that quotes
+        the header, key included, into the attempt's recorded error."""
+        if not self.api_key_env:
+            return None
+        key = os.environ.get(self.api_key_env)
+        if key is None:
+            return None
+        key = key.strip()
+        if not header_safe(key):
+            raise GeneratorUnavailable(
+                f"the API key in ${self.api_key_env} contains a line break or another character "
+                "an HTTP header cannot hold; set it to the bare key"
+            )
+        return key or None
+
+    def _secrets(self) -> list[str]:
+        """Secret values this generator sends (to be masked in any message it records): the key
+        and every environment variable a header refers to."""
+        names = [self.api_key_env] if self.api_key_env else []
+        for value in self.header_templates.values():
+            names.extend(env_references(value))
+        found = [(os.environ.get(name) or "").strip() for name in names]
+        return [secret for secret in found if len(secret) >= 4]
+
+    def redact(self, text: str) -> str:
+        """``text`` with every secret this generator sends replaced by ``***``."""
+        for secret in self._secrets():
+            text = text.replace(secret, "***")
+        return text
+
+    def _headers(self) -> dict[str, str]:
+        """Headers sent with every request: the key as a bearer token when there is one, then the
+        ``headers`` option with each ``${VAR}`` replaced by that environment variable."""
+        key = self._api_key()
+        headers = {"Authorization": f"Bearer {key}"} if key else {}
+        where = f"{self.name} header"
+        for name, value in self.header_templates.items():
+            headers[name] = expand_env(value, f"{where} {name}")
+            if not header_safe(headers[name]) or not header_safe(name):
+                raise GeneratorUnavailable(f"{where} {name}: holds a line break or a non-ASCII character")
+        return headers
+
+    def _check_options(self) -> None:
+        """Raise :class:`GeneratorUnavailable` for a configuration that cannot work."""
+        if not self.model:
+            raise GeneratorUnavailable(f"the {self.family} generator needs a model name: {self.family}:MODEL")
+        if not self.base_url.startswith(("http://", "https://")):
+            raise GeneratorUnavailable(
+                f"{self.family}: base_url must start with http:// or https://, not {self.base_url!r}"
+            )
+        if (
+            self.key_required_for_default
+            and self.base_url == (self.default_base_url or "").rstrip("/")
+            and not self._api_key()
+        ):
+            raise GeneratorUnavailable(
+                f"missing API key: set the environment variable {self.api_key_env} "
+                "(or choose another with --api-key-env)"
+            )
+
+    async def start(self) -> None:
+        if self._client is not None:
+            return
+        if self._start_lock is None:
+            self._start_lock = asyncio.Lock()
+        async with self._start_lock:
+            if self._client is not None:
+                return
+            self._check_options()
+            import httpx
+
+            limits = httpx.Limits(
+                max_connections=self.concurrency,
+                max_keepalive_connections=self.concurrency or 1024,
+                keepalive_expiry=30.0,
+            )
+            timeout = httpx.Timeout(self.timeout, pool=None)
+            client = httpx.AsyncClient(headers=self._headers(), timeout=timeout, limits=limits)
+            try:
+                await self._check_reachable(client)
+            except BaseException:
+                await client.aclose()
+                raise
+            self._client = client
+
+    def _unreachable_hint(self) -> str:
+        return "check --base-url"
+
+    async def _check_reachable(self, client: Any) -> None:
+        """Fail fast on an endpoint nobody answers at. Any HTTP answer (even 404) is fine."""
+        if self.probe_path is None:
+            return
+        import httpx
+
+        for attempt in range(3):
+            try:
+                await client.get(self.base_url + self.probe_path, timeout=min(self.timeout, 10.0))
+                return
+            except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
+                if attempt == 2:
+                    raise GeneratorUnavailable(
+                        f"cannot reach {self.base_url}: {exc or 'connection refused'} ({self._unreachable_hint()})"
+                    ) from None
+                await asyncio.sleep(0.2 * (attempt + 1))
+            except httpx.HTTPError:
+                return
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            await self._client.aclose()
+            self._client = None
+
+    # -- one request, with retries ---------------------------------------------------------------
+    async def post_json(self, url: str, body: Any, estimated_tokens: int = 0) -> Any:
+        """POST ``body`` as JSON to ``url`` (absolute) and return the answer's parsed JSON.
+
+        Retries as described in the module docstring. Raises :class:`GeneratorError` when the
+        request fails for good or the answer is not JSON, :class:`GeneratorUnavailable` when the
+        endpoint refuses the key, does not exist or cannot be reached.
+        """
+        return await self.send(url, json.dumps(body).encode(), estimated_tokens)
+
+    async def send(
+        self, url: str, content: bytes, estimated_tokens: int = 0, method: str = "POST", as_text: bool = False
+    ) -> Any:
+        """Send ``content`` (JSON bytes) with ``method`` to ``url`` with retries; return the parsed
+        JSON of the answer, or its text when ``as_text``. Errors as for :meth:`post_json`; their
+        messages never hold a secret (an answer that echoes the key is masked)."""
+        import httpx
+
+        try:
+            return await self._send(url, content, estimated_tokens, method, as_text)
+        except (GeneratorError, GeneratorUnavailable) as exc:
+            message = self.redact(str(exc))
+            if message == str(exc):
+                raise
+            raise type(exc)(message) from None
+        except httpx.HTTPError as exc:  # e.g. LocalProtocolError, whose text quotes the headers
+            raise GeneratorError(
+                f"request to {url} failed: {type(exc).__name__}: {self.redact(str(exc))[:200]}"
+            ) from None
+
+    async def _send(self, url: str, content: bytes, estimated_tokens: int, method: str, as_text: bool) -> Any:
+        import httpx
+
+        await self.start()
+        headers = {"content-type": "application/json"}
+        last_error = "no response"
+        for attempt in range(self.max_retries + 1):
+            wait: float | None = None
+            await self.limiter.acquire(estimated_tokens)
+            try:
+                self.requests_sent += 1
+                if self._semaphore is not None:
+                    async with self._semaphore:
+                        response = await self._client.request(method, url, content=content, headers=headers)
+                else:
+                    response = await self._client.request(method, url, content=content, headers=headers)
+            except httpx.ConnectError as exc:
+                last_error = f"cannot connect to {self.base_url} ({exc or 'connection refused'})"
+                if attempt >= min(self.max_retries, 2):
+                    raise GeneratorUnavailable(last_error) from None
+            except httpx.TimeoutException:
+                last_error = f"no answer from {url} within {self.timeout:g} s"
+            except (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError, httpx.NetworkError) as exc:
+                last_error = f"connection to {self.base_url} dropped ({type(exc).__name__}: {exc})"
+            else:
+                status = response.status_code
+                if status < 300:
+                    if as_text:
+                        return response.text
+                    data = self._json(response, url)
+                    self.limiter.settle(estimated_tokens, self._usage_tokens(data))
+                    return data
+                if status in (401, 403):
+                    raise GeneratorUnavailable(
+                        f"{self.base_url} refused the key in {self.api_key_env or 'the request'} (HTTP {status})"
+                    )
+                if status == 404:
+                    raise GeneratorUnavailable(
+                        f"{url} not found (HTTP 404): check --base-url and the model name {self.model!r}"
+                    )
+                last_error = f"HTTP {status} from {url}: {response.text[:200]}"
+                if status not in RETRY_STATUSES:
+                    raise GeneratorError(last_error)
+                retry_after = parse_retry_after(response.headers)
+                if retry_after is not None:
+                    wait = min(retry_after, self.max_retry_after)
+                    if status == 429:
+                        self.limiter.pause(wait)
+            if attempt < self.max_retries:
+                self.retries += 1
+                await asyncio.sleep(retry_delay(attempt, wait, self.backoff_base, self.backoff_cap))
+        raise GeneratorError(f"{last_error} (after {self.max_retries + 1} tries)")
+
+    def _json(self, response: Any, url: str) -> Any:
+        try:
+            data = response.json()
+        except ValueError:
+            raise GeneratorError(f"malformed response from {url}: not JSON: {response.text[:200]!r}") from None
+        if isinstance(data, dict) and data.get("error") and not data.get("choices"):
+            error = data["error"]
+            message = error.get("message") if isinstance(error, dict) else error
+            raise GeneratorError(f"{url} answered with an error: {str(message)[:200]}")
+        return data
+
+    @staticmethod
+    def _usage_tokens(data: Any) -> int | None:
+        usage = data.get("usage") if isinstance(data, dict) else None
+        if isinstance(usage, dict):
+            total = usage.get("total_tokens")
+            if isinstance(total, int):
+                return total
+        return None
+
+    def settings(self) -> dict:
+        values = {
+            "base_url": self.base_url,
+            "api_key_env": self.api_key_env or None,
+            "max_tokens": self.max_tokens,
+            "temperature": self.temperature,
+            "top_p": self.top_p,
+            "timeout": self.timeout,
+            "max_retries": self.max_retries,
+            "concurrency": self.concurrency,
+            "rpm": self.limiter.rpm,
+            "tpm": self.limiter.tpm,
+            "headers": self.header_templates or None,  # templates only: ${VAR}, never the values
+        }
+        return {k: v for k, v in values.items() if v is not None}

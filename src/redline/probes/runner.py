@@ -1,0 +1,175 @@
+"""Phases 2 and 3 of the probe anatomy for many attempts: :class:`AttemptRunner`.
+
+For every (probe, attempt) pair the runner asks the generator (``probe.generate``), scores every
+output with the probe's detectors and lets the probe's evaluator judge them, at most
+``concurrency`` attempts at a time. What happens to a finished attempt is the caller's choice:
+:meth:`~redline.probes.base.Probe.run` keeps them in memory, the engine's scan passes an
+``on_done`` coroutine that commits each one to the store before it counts as finished.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Sequence as SequenceABC
+from typing import Any, Protocol
+
+from redline.attempt import ATTEMPT_COMPLETE, ATTEMPT_STARTED, Attempt
+from redline.detectors import Detector, DetectorUnavailable, get_detector
+from redline.errors import UsageError
+from redline.evaluation import Evaluator
+from redline.generators import Generator, GeneratorError, GeneratorUnavailable
+from redline.generators.cache import CACHE_SCOPE
+
+__all__ = ["AttemptRunner", "RunnableProbe"]
+
+
+class RunnableProbe(Protocol):
+    """What the runner needs of a probe (every :class:`~redline.probes.base.Probe` has it)."""
+
+    @property
+    def name(self) -> str: ...
+
+    detectors: list[str]
+    evaluator: Evaluator
+    skip_reason: str | None
+
+    async def generate(self, attempt: Attempt, generator: Generator, generations: int) -> Attempt: ...
+
+
+class AttemptRunner:
+    """Phases 2 and 3 for many attempts, ``concurrency`` at a time.
+
+    ``on_done(attempt)``, a coroutine, is awaited for every finished attempt (errored ones
+    included) before the next one is taken by that worker: the engine stores the attempt there.
+    With ``keep=True`` (the default) :meth:`run_all` also returns the attempts, in the order
+    given; with ``keep=False`` it keeps none of them in memory.
+
+    ``detector_options`` are passed to each detector by name; with ``skip_unavailable`` a probe
+    whose detector cannot load gets ``skip_reason`` instead of stopping the run.
+    """
+
+    def __init__(
+        self,
+        generator: Generator,
+        generations: int = 1,
+        concurrency: int | None = None,
+        on_done: Callable[[Attempt], Awaitable[None]] | None = None,
+        keep: bool = True,
+        detector_options: dict[str, dict[str, Any]] | None = None,
+        skip_unavailable: bool = False,
+    ) -> None:
+        if generations < 1:
+            raise UsageError("--generations must be at least 1")
+        self.generator = generator
+        self.generations = generations
+        if concurrency is None:
+            concurrency = 64 if generator.local else 16
+        if concurrency < 1:
+            raise UsageError("--concurrency must be at least 1")
+        self.concurrency = concurrency
+        self.on_done = on_done
+        self.keep = keep
+        self._detectors: dict[str, Detector] = {}
+        self._probe_detectors: dict[str, list[Detector]] = {}
+        self.detector_options = dict(detector_options or {})
+        self.skip_unavailable = skip_unavailable
+        self._unavailable: dict[str, str] = {}
+
+    async def start_detectors(self, probes: Sequence[RunnableProbe]) -> None:
+        """Create (with :attr:`detector_options`) and start every detector the probes use; an
+        unknown or unloadable detector stops here, before any generation is spent — unless
+        :attr:`skip_unavailable`, where a probe whose detector raises :class:`DetectorUnavailable`
+        gets ``probe.skip_reason`` (reported "not measured") and no detectors."""
+        for probe in probes:
+            chosen = []
+            try:
+                for name in probe.detectors:
+                    if name in self._unavailable:
+                        raise DetectorUnavailable(self._unavailable[name])
+                    if name not in self._detectors:
+                        try:
+                            detector = get_detector(name, **self.detector_options.get(name, {}))
+                            detector.bind(self.generator, probe)  # model-backed detectors: the target model
+                            await detector.start()
+                        except DetectorUnavailable as exc:
+                            self._unavailable[name] = str(exc)
+                            raise
+                        except TypeError as exc:  # an option the detector does not take
+                            raise DetectorUnavailable(f"detector {name}: bad --detector-opt: {exc}") from None
+                        self._detectors[name] = detector
+                    chosen.append(self._detectors[name])
+            except DetectorUnavailable as exc:
+                if not self.skip_unavailable:
+                    raise
+                probe.skip_reason = str(exc)
+                chosen = []
+            self._probe_detectors[probe.name] = chosen
+
+    async def detect(self, probe: RunnableProbe, attempt: Attempt) -> None:
+        for detector in self._probe_detectors.get(probe.name, []):
+            scores = await detector.adetect(attempt)
+            if len(scores) != len(attempt.outputs):
+                raise DetectorUnavailable(
+                    f"detector {detector.name} returned {len(scores)} scores for {len(attempt.outputs)} outputs"
+                )
+            attempt.detector_results[detector.name] = scores
+
+    async def run_one(self, probe: RunnableProbe, attempt: Attempt) -> Attempt:
+        """Generate, detect and evaluate one attempt, then await ``on_done``. A failed request is
+        recorded on the attempt (``notes["error"]``) and does not raise;
+        :class:`GeneratorUnavailable` and :class:`DetectorUnavailable` do."""
+        attempt.notes.pop("error", None)
+        scope = CACHE_SCOPE.set(str(attempt.notes.get("repetition", 0)))
+        try:
+            await probe.generate(attempt, self.generator, self.generations)
+            attempt.status = ATTEMPT_STARTED
+            await self.detect(probe, attempt)
+            probe.evaluator.evaluate(attempt)
+            attempt.status = ATTEMPT_COMPLETE
+        except (GeneratorUnavailable, DetectorUnavailable):
+            raise
+        except GeneratorError as exc:
+            attempt.notes["error"] = str(exc)
+        except Exception as exc:  # a probe or detector bug must not lose the run
+            attempt.notes["error"] = f"{type(exc).__name__}: {exc}"
+        finally:
+            CACHE_SCOPE.reset(scope)
+        if self.on_done is not None:
+            await self.on_done(attempt)
+        return attempt
+
+    async def run_all(self, work: Iterable[tuple[RunnableProbe, Attempt]]) -> list[Attempt]:
+        """Run every (probe, attempt) pair, pulling them from ``work`` lazily (any iterable,
+        a generator included). Returns the attempts in the order given with :attr:`keep`, else
+        ``[]`` (nothing is kept: ``on_done`` has taken care of them)."""
+        keep = self.keep
+        results: dict[int, Attempt] = {}
+        iterator = iter(enumerate(work))
+        try:
+            first = next(iterator)
+        except StopIteration:
+            return []
+        iterator = itertools.chain([first], iterator)
+        workers = self.concurrency
+        if isinstance(work, SequenceABC):
+            workers = min(workers, max(1, len(work)))
+
+        async def worker() -> None:
+            for index, (probe, attempt) in iterator:
+                done = await self.run_one(probe, attempt)
+                if keep:
+                    results[index] = done
+
+        try:
+            async with asyncio.TaskGroup() as group:
+                for _ in range(workers):
+                    group.create_task(worker())
+        except BaseExceptionGroup as group_error:
+            # Surface the first real cause (e.g. GeneratorUnavailable), not the group.
+            first = group_error.exceptions[0]
+            while isinstance(first, BaseExceptionGroup):
+                first = first.exceptions[0]
+            raise first from None
+        return [results[i] for i in sorted(results)]
