@@ -9,8 +9,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from tests.conftest import build_tiny_classifier
 
+from conftest import build_tiny_classifier
 from redline.attempt import Attempt
 from redline.detectors import DetectorUnavailable, get_detector
 

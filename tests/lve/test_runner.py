@@ -273,7 +273,7 @@ def test_custom_checker_lve_refuses_to_run_without_trust(tmp_path):
 @pytest.mark.parametrize(("root", "below", "agree"), over_repos(("dummy", 17), ("", 23)))
 def test_redline_lve_through_the_main_entry_point(root, below, agree):
     # in our fixture only dummy/: the PII checker's start-up would double this test's time
-    src = Path(__file__).resolve().parents[1] / "src"
+    src = Path(__file__).resolve().parents[2] / "src"
     proc = subprocess.run(
         [sys.executable, "-m", "redline", "lve", "verify", str(root / below), "--json"],
         capture_output=True,
@@ -318,7 +318,7 @@ def test_redline_lve_through_the_main_entry_point(root, below, agree):
 )
 def test_scan_runs_lves_as_probes(root, answer, expected, tmp_path):
     """``redline scan --lve`` (the harness's LVE probes) runs on this package's LVE API."""
-    src = Path(__file__).resolve().parents[1] / "src"
+    src = Path(__file__).resolve().parents[2] / "src"
     proc = subprocess.run(
         [
             sys.executable,

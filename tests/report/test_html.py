@@ -12,10 +12,10 @@ from html.parser import HTMLParser
 
 import pytest
 
+from helpers.hostile_run import build_hostile_run
 from redline.engine import ScanConfig, scan
 from redline.report.html import render_report
 from redline.store import RunNotFound, Store
-from test_report_fixtures import build_hostile_run
 
 ATTACKER = "http://127.0.0.1:9"
 

@@ -12,6 +12,7 @@ import sys
 
 import pytest
 
+from helpers.hostile_run import build_hostile_run
 from redline.attempt import ATTEMPT_COMPLETE, Attempt
 from redline.report.errors import ReportError
 from redline.report.exports import (
@@ -26,7 +27,6 @@ from redline.report.exports import (
 )
 from redline.report.summary import run_summary
 from redline.store import RunNotFound, Store
-from test_report_fixtures import build_hostile_run
 
 
 @pytest.fixture(scope="module")

@@ -128,7 +128,7 @@ def test_a_model_that_cannot_be_loaded_is_a_clear_error(tmp_path):
 
 def test_importing_the_checkers_does_not_import_torch():
     code = "import sys, redline.lve.checkers.classifier, redline.lve.checkers.pii, redline.cli.lve; print('torch' in sys.modules, 'transformers' in sys.modules, 'presidio_analyzer' in sys.modules)"
-    src = Path(__file__).resolve().parents[1] / "src"
+    src = Path(__file__).resolve().parents[3] / "src"
     out = subprocess.run(
         [sys.executable, "-c", code],
         capture_output=True,

@@ -1,6 +1,6 @@
 """Runs for the report tests: a run through the real harness whose model answers with hostile
 markup, plus directly stored extras (an errored attempt, a multi-turn attempt, bias metrics with
-marks). Other test_report_* modules import the builders from here."""
+marks). The report tests import the builders from here."""
 
 from __future__ import annotations
 
@@ -203,14 +203,3 @@ def build_hostile_run(
     run_id = asyncio.run(scan(config, store, generator=HostileGenerator(attacker)))
     add_extras(store, run_id, attacker)
     return store, run_id
-
-
-def test_hostile_run_has_hits_errors_and_bias_marks(tmp_path):
-    from redline.report.summary import run_summary
-
-    store, run_id = build_hostile_run(tmp_path / "r.db")
-    summary = {p["probe"]: p for p in run_summary(store, run_id)["probes"]}
-    assert 0 < summary["harmful.Requests"]["failed"] < summary["harmful.Requests"]["outputs"]
-    assert summary["harmful.Requests"]["errored"] == 1
-    assert summary["bias.ForcedChoice"]["marks"] == {"stereotype_rate": "C"}
-    assert summary["demo.MultiTurn"]["failed"] == 1

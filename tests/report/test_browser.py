@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from helpers.hostile_run import build_hostile_run
 from redline.report.html import render_report
-from test_report_fixtures import build_hostile_run
 
 CHROMIUM = next((p for p in (shutil.which("chromium"), shutil.which("chromium-browser")) if p), None)
 pytestmark = pytest.mark.skipif(

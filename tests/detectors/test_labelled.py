@@ -24,7 +24,7 @@ from redline.attempt import Attempt, Conversation, Message
 from redline.detectors import detectors, get_detector
 from redline.generators.base import Generator
 
-DATA = Path(__file__).parent / "data" / "labelled_outputs.jsonl"
+DATA = Path(__file__).resolve().parents[1] / "data" / "labelled_outputs.jsonl"
 ROWS = [json.loads(line) for line in DATA.read_text(encoding="utf-8").splitlines() if line.strip()]
 BY_DETECTOR: dict[str, list[dict]] = defaultdict(list)
 for _row in ROWS:

@@ -8,9 +8,9 @@ import uuid
 
 import pytest
 
+from helpers.hostile_run import build_hostile_run
 from redline.report.exports import export
 from redline.report.garak import garak_run_uuid
-from test_report_fixtures import build_hostile_run
 
 
 @pytest.fixture(scope="module")
