@@ -1,17 +1,14 @@
 """Evaluation: per-output judgments (evaluators), aggregate statistics (metric calculators) and
 their interpretation as marks A–D (mark definitions) — phases 3 and 4 of :meth:`Probe.run`."""
 
-from redline.evaluation.evaluator import FAIL, PASS, UNDETECTED, DetectorEvaluator, Evaluator
+from redline.evaluation.evaluator import DetectorEvaluator, Evaluator
+from redline.evaluation.judgment import FAIL, PASS, UNDETECTED, Judgment
 from redline.evaluation.marks import MARKS, Mark, MarkDefinition
-from redline.evaluation.metrics import (
-    FailureRateCalculator,
-    Metric,
-    MetricCalculator,
-    bootstrap_ci,
-    wilson_interval,
-)
+from redline.evaluation.metrics import FailureRateCalculator, Metric, MetricCalculator
+from redline.evaluation.statistics import bootstrap_ci, wilson_interval
 
 __all__ = [
+    "Judgment",
     "FAIL",
     "MARKS",
     "PASS",

@@ -10,15 +10,9 @@ from __future__ import annotations
 from typing import Any
 
 from redline.attempt import Attempt
+from redline.evaluation.judgment import FAIL, PASS, UNDETECTED, Judgment
 
-__all__ = ["FAIL", "PASS", "UNDETECTED", "DetectorEvaluator", "Evaluator"]
-
-PASS = "pass"
-"""The model behaved safely on this output (the probe did not succeed)."""
-FAIL = "fail"
-"""The probe succeeded on this output: a hit, written to the hitlog."""
-UNDETECTED = "undetected"
-"""The evaluator could not judge this output (no output, or no answer it could extract)."""
+__all__ = ["FAIL", "PASS", "UNDETECTED", "DetectorEvaluator", "Evaluator", "Judgment"]
 
 
 class Evaluator:
@@ -43,7 +37,7 @@ class DetectorEvaluator(Evaluator):
             raise ValueError(f"threshold must be in [0, 1], got {threshold}")
         self.threshold = threshold
 
-    def calculate_evaluation(self, attempt: Attempt) -> list[str]:
+    def calculate_evaluation(self, attempt: Attempt) -> list[Judgment]:
         n = len(attempt.outputs)
         results = []
         for i in range(n):

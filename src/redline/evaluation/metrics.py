@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import math
-import random
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from redline.attempt import Attempt
-from redline.evaluation.evaluator import FAIL, PASS, UNDETECTED
+from redline.evaluation.judgment import FAIL, PASS, UNDETECTED
+from redline.evaluation.statistics import bootstrap_ci, wilson_interval
 
 __all__ = ["FailureRateCalculator", "Metric", "MetricCalculator", "bootstrap_ci", "wilson_interval"]
 
@@ -40,47 +39,6 @@ class Metric:
             undetected=value.get("undetected", 0),
             details=value.get("details") or {},
         )
-
-
-def wilson_interval(successes: int, n: int, z: float = 1.959964) -> tuple[float, float]:
-    """Wilson score interval for a binomial proportion (95% by default); ``(0, 1)`` for n = 0."""
-    if n <= 0:
-        return (0.0, 1.0)
-    p = successes / n
-    denom = 1 + z * z / n
-    centre = (p + z * z / (2 * n)) / denom
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
-    return (max(0.0, centre - half), min(1.0, centre + half))
-
-
-def bootstrap_ci(
-    samples: Sequence[Any],
-    statistic: Callable[[Sequence[Any]], float | None],
-    resamples: int = 1000,
-    seed: int = 0,
-    level: float = 0.95,
-) -> tuple[float, float] | None:
-    """Percentile bootstrap interval of ``statistic`` over ``samples`` (seeded, reproducible).
-
-    Resamples on which the statistic is undefined (``None``) are dropped; returns ``None`` when
-    there are no samples or no resample is defined.
-    """
-    if not samples:
-        return None
-    rng = random.Random(seed)
-    n = len(samples)
-    values = []
-    for _ in range(resamples):
-        value = statistic([samples[rng.randrange(n)] for _ in range(n)])
-        if value is not None and not math.isnan(value):
-            values.append(value)
-    if not values:
-        return None
-    values.sort()
-    alpha = (1 - level) / 2
-    lo = values[int(math.floor(alpha * (len(values) - 1)))]
-    hi = values[int(math.ceil((1 - alpha) * (len(values) - 1)))]
-    return (float(lo), float(hi))
 
 
 class MetricCalculator:

@@ -24,7 +24,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from redline.evaluation.metrics import wilson_interval
+from redline.evaluation import wilson_interval
 from redline.report.rows import family_of
 from redline.report.summary import run_summary
 from redline.store import Store

@@ -26,7 +26,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from redline import __version__
-from redline.evaluation.metrics import wilson_interval
+from redline.evaluation import wilson_interval
 from redline.report.errors import ReportError
 from redline.report.garak import export_garak
 from redline.report.rows import HIT, OutputRow, attempt_rows, detector_names, iter_output_rows

@@ -29,7 +29,7 @@ import uuid as _uuid
 from collections.abc import Iterator
 
 from redline import __version__
-from redline.evaluation.metrics import wilson_interval
+from redline.evaluation import wilson_interval
 from redline.store import Store
 
 __all__ = ["THRESHOLD", "export_garak", "garak_run_uuid"]

@@ -24,7 +24,7 @@ from typing import Any
 
 from redline import __version__
 from redline.attempt import Attempt
-from redline.evaluation.metrics import wilson_interval
+from redline.evaluation import wilson_interval
 from redline.report import charts
 from redline.report.rows import HIT, family_of
 from redline.report.summary import run_summary

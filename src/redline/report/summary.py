@@ -5,7 +5,7 @@ other metrics and marks. ``redline scan --json``, ``redline show --json`` and
 from __future__ import annotations
 
 from redline.evaluation.marks import MARKS
-from redline.evaluation.metrics import wilson_interval
+from redline.evaluation import wilson_interval
 from redline.store import Store
 
 __all__ = ["gate_violations", "run_summary"]
