@@ -29,6 +29,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from redline.errors import RedlineError
+
 __all__ = [
     "ATTEMPT_COMPLETE",
     "ATTEMPT_NEW",
@@ -50,7 +52,7 @@ ATTEMPT_COMPLETE = 2
 ROLES = ("system", "user", "assistant")
 
 
-class AttemptError(ValueError):
+class AttemptError(RedlineError, ValueError):
     """Raised when an :class:`Attempt` is used against its access/setting rules."""
 
 
@@ -130,7 +132,7 @@ class Message:
             text=value.get("text"),
             lang=value.get("lang"),
             data_path=value.get("data_path"),
-            data_type=tuple(data_type) if data_type is not None else None,  # type: ignore[arg-type]
+            data_type=tuple(data_type) if data_type is not None else None,
             data_checksum=value.get("data_checksum"),
             notes=copy.deepcopy(value.get("notes") or {}),
         )
@@ -243,7 +245,7 @@ class Conversation:
         text part: an ``http(s)://`` or ``data:`` URL as it is, a local file as a base64 ``data:``
         URL. Other attachment types raise :class:`AttemptError`.
         """
-        messages = []
+        messages: list[dict[str, Any]] = []
         for turn in self.turns:
             message = turn.content
             if message.data_path is None:
@@ -270,7 +272,9 @@ def _image_url(message: Message) -> str:
         raise AttemptError(
             f"attachment {path} is not an image ({mime or 'unknown type'}); chat models take images only"
         )
-    return f"data:{mime};base64,{base64.b64encode(message.data).decode('ascii')}"
+    data = message.data
+    assert data is not None  # data_path is set, so reading it returned bytes or raised
+    return f"data:{mime};base64,{base64.b64encode(data).decode('ascii')}"
 
 
 def _as_conversation(value: Conversation | Message | str) -> Conversation:
@@ -314,7 +318,7 @@ class Attempt:
         self.conversations: list[Conversation] = []
         self._layers = 0
         if prompt is not None:
-            self.prompt = prompt  # type: ignore[assignment]
+            self.prompt = prompt
 
     # -- prompt ---------------------------------------------------------------------------------
     @property

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from redline import hub
+from redline.errors import RedlineError
 
 __all__ = ["FIELDS", "DatasetError", "DatasetRow", "load_rows", "parse_columns"]
 
@@ -32,7 +33,7 @@ __all__ = ["FIELDS", "DatasetError", "DatasetRow", "load_rows", "parse_columns"]
 FIELDS = ("prompt", "target", "category", "system")
 
 
-class DatasetError(ValueError):
+class DatasetError(RedlineError, ValueError):
     """A dataset that cannot be used (missing file, missing column, empty, unreadable)."""
 
 
@@ -147,7 +148,9 @@ def _read_source(source: str) -> tuple[list[str], list[dict[str, Any]]]:
         if offline:  # already imported before the variables were set: tell the libraries directly
             import huggingface_hub.constants
 
-            for module in (getattr(datasets, "config", None), huggingface_hub.constants):
+            # Modules whose attributes vary between library versions: checked with hasattr.
+            modules: tuple[Any, ...] = (getattr(datasets, "config", None), huggingface_hub.constants)
+            for module in modules:
                 if module is not None and hasattr(module, "HF_HUB_OFFLINE"):
                     module.HF_HUB_OFFLINE = True
         try:

@@ -18,10 +18,12 @@ import importlib
 from importlib.metadata import entry_points
 from typing import Any
 
+from redline.errors import RedlineError
+
 __all__ = ["PluginRegistry", "UnknownPluginError"]
 
 
-class UnknownPluginError(LookupError):
+class UnknownPluginError(RedlineError, LookupError):
     """An unknown plugin name. The message names the kind and suggests close names."""
 
 
@@ -31,7 +33,8 @@ class PluginRegistry:
     def __init__(self, kind: str, group: str, builtins: dict[str, str]) -> None:
         self.kind = kind
         self.group = group
-        self._builtins = dict(builtins)
+        # "module:attr" strings until first loaded, then the loaded object itself.
+        self._builtins: dict[str, Any] = dict(builtins)
         self._external: dict[str, Any] | None = None
 
     def _entry_points(self) -> dict[str, Any]:
@@ -67,7 +70,7 @@ class PluginRegistry:
                 ) from None
         if isinstance(target, str):
             module, _, attr = target.partition(":")
-            obj = importlib.import_module(module)
+            obj: Any = importlib.import_module(module)
             for part in attr.split("."):
                 obj = getattr(obj, part)
             self._builtins[name] = obj

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from fakes import ScriptedGenerator, system_text, user_text
 from redline.attacks.converters import ConverterError, converters, get_converter, parse_converters
 from redline.attacks.converters.base import clean_reply
 from redline.attacks.converters.encoding import MORSE, ZERO_WIDTH_SPACE
@@ -12,7 +13,6 @@ from redline.attacks.strategies import StrategyError
 from redline.attempt import Conversation, Message, Turn
 from redline.detectors.base import TextDetector
 from redline.engine import ScanConfig, build_probes, scan
-from redline.generators.base import Generator
 from redline.probes import Probe, ProbeItem, Prompt
 from redline.store import Store
 
@@ -38,24 +38,20 @@ class TwoPrompts(Probe):
         ]
 
 
-class Translator(Generator):
+def translate_by_tagging(conversation: Conversation) -> str:
     """Translates by tagging: '[French] text' into French, '[English] text' into English; as a
     target it answers 'ANSWER: <last user message>'."""
+    system, text = system_text(conversation), user_text(conversation)
+    if system.startswith("You are a professional translator"):
+        language = system.split("into ")[1].split(".")[0]
+        return f"Translation: [{language}] {text}"
+    return f"ANSWER: {text}"
 
-    family = "test.translator"
 
-    def __init__(self, model="", **options):
-        super().__init__(model, **options)
-        self.requests: list[Conversation] = []
-
-    async def generate(self, conversation, n=1):
-        self.requests.append(conversation)
-        system = conversation.turns[0].content.text if conversation.turns[0].role == "system" else ""
-        text = conversation.last_message("user").text or ""
-        if system.startswith("You are a professional translator"):
-            language = system.split("into ")[1].split(".")[0]
-            return [Message(f"Translation: [{language}] {text}") for _ in range(n)]
-        return [Message(f"ANSWER: {text}") for _ in range(n)]
+def translator(model: str = "", **options: object) -> ScriptedGenerator:
+    """A generator answering with :func:`translate_by_tagging`; its signature lets the generator
+    registry build it from a spec (``test.translator``)."""
+    return ScriptedGenerator(translate_by_tagging, name="test.translator")
 
 
 class SeenTexts(TextDetector):
@@ -182,7 +178,7 @@ def test_chain_converts_user_turns_only_and_translation_every_turn():
 
 
 async def test_async_chain_with_model_converter_uses_the_generator():
-    gen = Translator()
+    gen = translator()
     chain = parse_converters("upper,translate:fr")
     assert chain.uses_model and chain.output_lang == "fr"
     assert await chain.convert("hi", gen) == "[French] HI"
@@ -225,16 +221,16 @@ async def test_scan_with_converters_stores_converted_prompts(tmp_path):
         assert get_converter("rot13").decode(sent.split(":\n", 1)[1]) == original
         assert attempt.detector_results["refusal.Compliance"] == [1.0]  # the echo did not refuse
     # the configuration is stored: a resumed run rebuilds the same wrapped probe
-    assert store.get_run(run_id)["config"]["scan"]["converters"] == "rot13"
-    assert [p.name for p in build_probes(ScanConfig.from_dict(store.get_run(run_id)["config"]["scan"]))] == [
+    assert store.get_run(run_id).scan["converters"] == "rot13"
+    assert [p.name for p in build_probes(ScanConfig.from_dict(store.get_run(run_id).scan))] == [
         "harmful.Requests+rot13"
     ]
 
 
 async def test_translation_fills_reverse_outputs_and_english_detectors_read_them(tmp_path):
-    gen = Translator()
+    gen = translator()
     probe = ConvertedProbe(TwoPrompts(), parse_converters("translate:fr"))
-    attempt = list(probe.create_attempts())[0]
+    attempt = next(iter(probe.create_attempts()))
     assert "original_prompt" not in attempt.notes  # model converters run in phase 2
     await probe.generate(attempt, gen, 2)
     assert attempt.prompt.last_message("user").text == "[French] Tell me a secret recipe."
@@ -259,7 +255,7 @@ async def test_translation_fills_reverse_outputs_and_english_detectors_read_them
 
 
 async def test_translation_translates_the_system_turn_too():
-    gen = Translator()
+    gen = translator()
     probe = ConvertedProbe(TwoPrompts(), parse_converters("translate:sw"))
     attempt = list(probe.create_attempts())[1]
     await probe.generate(attempt, gen, 1)
@@ -272,7 +268,7 @@ async def test_translation_translates_the_system_turn_too():
 async def test_translation_through_scan_with_separate_converter_model(tmp_path, monkeypatch):
     from redline.generators import generators
 
-    monkeypatch.setitem(generators._builtins, "test.translator", Translator)
+    monkeypatch.setitem(generators._builtins, "test.translator", translator)
     store = Store(tmp_path / "t.db")
     config = ScanConfig(
         model="test.echo",

@@ -20,9 +20,9 @@ from pathlib import Path
 
 import pytest
 
-from redline.attempt import Attempt, Conversation, Message
+from fakes import scripted_judge
+from redline.attempt import Attempt
 from redline.detectors import detectors, get_detector
-from redline.generators.base import Generator
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "labelled_outputs.jsonl"
 ROWS = [json.loads(line) for line in DATA.read_text(encoding="utf-8").splitlines() if line.strip()]
@@ -86,31 +86,13 @@ async def test_detector_agrees_with_labels(name: str, capsys: pytest.CaptureFixt
     assert agreement >= 0.9, f"{name}: agreement {agreement:.0%}; misjudged: {wrong}"
 
 
-class ReplayJudge(Generator):
-    """A scripted judge: answers each grading request with the labelled ``judge_reply`` of the
-    response it is shown."""
-
-    family = "test"
-    name = "test.labelled-judge"
-
-    def __init__(self, replies: dict[str, str]) -> None:
-        super().__init__()
-        self.replies = replies
-        self.seen = 0
-
-    async def generate(self, conversation: Conversation, n: int = 1) -> list[Message | None]:
-        text = conversation.last_message("user").text or ""
-        response = text.split("Response to grade:\n", 1)[1].split("\n\nRubric:", 1)[0]
-        self.seen += 1
-        return [Message(text=self.replies[response]) for _ in range(n)]
-
-
 async def test_judge_rubric_agrees_with_labelled_judge_replies(capsys: pytest.CaptureFixture[str]) -> None:
     rows = BY_DETECTOR["judge.Rubric"]
-    judge = ReplayJudge({r["output"]: r["judge_reply"] for r in rows})
+    # a scripted judge: answers each grading request with the labelled judge_reply of the response it is shown
+    judge = scripted_judge({r["output"]: r["judge_reply"] for r in rows}.__getitem__, name="test.labelled-judge")
     detector = get_detector("judge.Rubric", generator=judge)
     scores = [(await detector.adetect(attempt_for(row)))[0] for row in rows]
-    assert judge.seen == len(rows)
+    assert len(judge.calls) == len(rows)
     agreement, counts, wrong = agreement_report("judge.Rubric", rows, scores)
     with capsys.disabled():
         print(

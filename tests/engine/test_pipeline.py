@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import os
 import signal
 import sqlite3
@@ -13,55 +12,39 @@ import time
 
 import pytest
 
-from redline.attempt import ATTEMPT_COMPLETE, Message
+from fakes import ScriptedGenerator, user_text
+from redline.attempt import ATTEMPT_COMPLETE
 from redline.engine import ScanConfig, scan
 from redline.generators import GeneratorError, GeneratorUnavailable
-from redline.generators.base import Generator
 from redline.report.summary import run_summary
 from redline.store import RUN_COMPLETE, RUN_INTERRUPTED, Store, StoreError
 
 
-class CountingGenerator(Generator):
-    """Records the peak number of requests in flight."""
-
-    family = "test.counting"
-
-    def __init__(self, model="", **options):
-        super().__init__(model, **options)
-        self.in_flight = 0
-        self.peak = 0
-        self.calls = 0
-
-    async def generate(self, conversation, n=1):
-        self.in_flight += 1
-        self.calls += 1
-        self.peak = max(self.peak, self.in_flight)
-        await asyncio.sleep(0.01)
-        self.in_flight -= 1
-        return [Message(conversation.last_message("user").text) for _ in range(n)]
+def counting_echo() -> ScriptedGenerator:
+    """Echoes the prompt; each request takes a moment so that requests overlap (``peak``)."""
+    return ScriptedGenerator(user_text, name="test.counting", delay=0.01)
 
 
-class FlakyGenerator(Generator):
-    """Fails every request whose prompt mentions 'bitcoin'."""
-
-    family = "test.flaky"
-
-    async def generate(self, conversation, n=1):
-        if "bitcoin" in conversation.last_message("user").text:
-            raise GeneratorError("HTTP 500 from mock (after 3 tries)")
-        return [Message("I cannot help with that.") for _ in range(n)]
+def flaky() -> ScriptedGenerator:
+    """Refuses everything, and fails every request whose prompt mentions 'bitcoin'."""
+    return ScriptedGenerator(
+        "I cannot help with that.",
+        name="test.flaky",
+        fail_on="bitcoin",
+        error=GeneratorError("HTTP 500 from mock (after 3 tries)"),
+    )
 
 
 async def test_scan_stores_every_attempt_and_summary(tmp_path):
     store = Store(tmp_path / "r.db")
-    gen = CountingGenerator()
+    gen = counting_echo()
     run_id = await scan(
         ScanConfig(model="test.counting", probes="harmful.Requests", generations=2, concurrency=4), store, generator=gen
     )
     run = store.get_run(run_id)
-    assert run["status"] == RUN_COMPLETE
+    assert run.status == RUN_COMPLETE
     attempts = list(store.iter_attempts(run_id))
-    assert len(attempts) == 24 and gen.calls == 24
+    assert len(attempts) == 24 and len(gen.calls) == 24
     assert gen.peak <= 4 and gen.peak >= 2  # bounded, and really concurrent
     assert all(a.status == ATTEMPT_COMPLETE and len(a.outputs) == 2 for a in attempts)
     assert all(a.detector_results["refusal.Compliance"] == [1.0, 1.0] for a in attempts)
@@ -74,7 +57,7 @@ async def test_scan_stores_every_attempt_and_summary(tmp_path):
 
 async def test_request_errors_are_recorded_and_counted_separately(tmp_path):
     store = Store(tmp_path / "r.db")
-    run_id = await scan(ScanConfig(model="x", probes="harmful.Requests"), store, generator=FlakyGenerator())
+    run_id = await scan(ScanConfig(model="x", probes="harmful.Requests"), store, generator=flaky())
     errored = list(store.iter_attempts(run_id, errored=True))
     assert len(errored) == 1 and "HTTP 500" in errored[0].notes["error"]
     entry = run_summary(store, run_id)["probes"][0]
@@ -82,31 +65,25 @@ async def test_request_errors_are_recorded_and_counted_separately(tmp_path):
     assert entry["outputs"] == 23 and entry["failed"] == 0  # all refusals
 
 
-class DeadGenerator(Generator):
-    family = "test.dead"
-
-    async def generate(self, conversation, n=1):
-        raise GeneratorUnavailable("cannot reach http://127.0.0.1:9/v1")
-
-
 async def test_unavailable_generator_stops_the_run_resumably(tmp_path):
     store = Store(tmp_path / "r.db")
     runs = []
+    dead = ScriptedGenerator(
+        name="test.dead", fail_on=True, error=GeneratorUnavailable("cannot reach http://127.0.0.1:9/v1")
+    )
     with pytest.raises(GeneratorUnavailable, match="cannot reach"):
-        await scan(
-            ScanConfig(model="x", probes="harmful.Requests"), store, generator=DeadGenerator(), on_run=runs.append
-        )
-    assert store.get_run(runs[0])["status"] == RUN_INTERRUPTED
+        await scan(ScanConfig(model="x", probes="harmful.Requests"), store, generator=dead, on_run=runs.append)
+    assert store.get_run(runs[0]).status == RUN_INTERRUPTED
 
 
 async def test_resume_skips_finished_and_retry_errors_retries_them(tmp_path):
     store = Store(tmp_path / "r.db")
-    run_id = await scan(ScanConfig(model="test.echo", probes="harmful.Requests"), store, generator=FlakyGenerator())
-    gen = CountingGenerator()
+    run_id = await scan(ScanConfig(model="test.echo", probes="harmful.Requests"), store, generator=flaky())
+    gen = counting_echo()
     await scan(None, store, resume=run_id, generator=gen)
-    assert gen.calls == 0  # nothing to redo
+    assert len(gen.calls) == 0  # nothing to redo
     await scan(None, store, resume=run_id, retry_errors=True, generator=gen)
-    assert gen.calls == 1  # only the errored attempt
+    assert len(gen.calls) == 1  # only the errored attempt
     assert run_summary(store, run_id)["probes"][0]["errored"] == 0
 
 
@@ -161,7 +138,7 @@ def test_kill_9_mid_scan_then_resume_finishes_without_redoing(tmp_path):
 
     subprocess.run([sys.executable, str(script), str(db), run_id], check=True, stdout=subprocess.PIPE, timeout=120)
     store = Store(db)
-    assert store.get_run(run_id)["status"] == RUN_COMPLETE
+    assert store.get_run(run_id).status == RUN_COMPLETE
     assert _count(db) == 40
     with sqlite3.connect(db) as con:
         after = dict(con.execute("SELECT probe || ':' || seq, data FROM attempts").fetchall())
@@ -169,3 +146,11 @@ def test_kill_9_mid_scan_then_resume_finishes_without_redoing(tmp_path):
     assert all(after[k] == v for k, v in before.items())
     summary = run_summary(store, run_id)
     assert [p["attempts"] for p in summary["probes"]] == [24, 16]
+
+
+def test_an_unknown_probe_option_is_one_user_error_naming_probe_and_option():
+    from redline.engine import ScanError, build_probes
+
+    config = ScanConfig(model="test.echo", probes="harmful.Requests", probe_options={"harmful.Requests": {"bogus": 1}})
+    with pytest.raises(ScanError, match=r"^probe_options for harmful.Requests: the probe has no option 'bogus'$"):
+        build_probes(config)

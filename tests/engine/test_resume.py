@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 
+from fakes import ScriptedGenerator
 from helpers.mock_openai import MockOpenAI
 from redline.attempt import Message
 from redline.engine import ScanConfig, StoredAttempts, scan
@@ -18,8 +19,7 @@ from redline.generators.base import Generator
 from redline.probes.base import ProbeItem, Prompt, PromptProbe
 from redline.probes.runner import AttemptRunner
 from redline.report.summary import run_summary
-from redline.store import Store
-from redline.store.sqlite import BatchWriter
+from redline.store import BatchWriter, Store
 
 FOUR_PROBES = "harmful.Requests,encoding.Base64,encoding.Hex,encoding.ROT13"  # 24 + 3 × 12 attempts
 PROBES = FOUR_PROBES + ",injection.HiddenInData"  # 76 attempts, every prompt distinct
@@ -131,40 +131,65 @@ def test_kill_9_mid_scan_then_resume_equals_an_uninterrupted_run(tmp_path):
     assert {k: comparable(v) for k, v in after.items()} == {k: comparable(v) for k, v in reference.items()}
 
 
-class Slow(Generator):
-    family = "test.slow"
+# kept local rather than a fakes.ScriptedGenerator: it holds requests back until a whole wave is waiting
+class Gate(Generator):
+    """Answers requests in waves, without any clock: a request waits until ``width`` requests
+    (or all that are left of ``total``) are waiting, then the whole wave is answered at once —
+    so the attempts of a wave finish together whatever the machine's speed."""
+
+    family = "test.gate"
+
+    def __init__(self, total: int, width: int) -> None:
+        super().__init__()
+        self.left, self.width = total, width
+        self.waiting: list[asyncio.Future] = []
+        self.waves: list[int] = []
 
     async def generate(self, conversation, n=1):
-        await asyncio.sleep(0.01)
+        future = asyncio.get_running_loop().create_future()
+        self.waiting.append(future)
+        if len(self.waiting) == min(self.width, self.left):
+            wave, self.waiting = self.waiting, []
+            self.left -= len(wave)
+            self.waves.append(len(wave))
+            for waiter in wave:
+                waiter.set_result(None)
+        await future
         return [Message("ok") for _ in range(n)]
 
 
-async def test_group_commit_batches_attempts_and_commits_before_reporting(tmp_path):
+async def test_group_commit_batches_attempts_and_commits_before_reporting(tmp_path, monkeypatch):
     store = Store(tmp_path / "g.db")
     reported: list[int] = []
-    config = ScanConfig(model="test.slow", probes=FOUR_PROBES, concurrency=16)
+    config = ScanConfig(model="test.gate", probes=FOUR_PROBES, concurrency=16)
+    gate = Gate(total=60, width=16)
 
     def progress(event, done, total):
         if event == "advance":
-            # an attempt is reported finished only once it is in the file
+            # an attempt is reported finished only once it is in the file (read by another connection)
             with sqlite3.connect(tmp_path / "g.db") as con:
                 reported.append(con.execute("SELECT COUNT(*) FROM attempts").fetchone()[0])
 
-    commits = []
+    commits: list[int] = []
     original = Store.write_batch
 
     def counting(self, attempt_rows, cache_items=None):
-        commits.append(len(attempt_rows))
+        if attempt_rows:
+            commits.append(len(attempt_rows))
         return original(self, attempt_rows, cache_items)
 
-    Store.write_batch = counting
-    try:
-        run_id = await scan(config, store, generator=Slow(), progress=progress)
-    finally:
-        Store.write_batch = original
+    monkeypatch.setattr(Store, "write_batch", counting)
+    async with asyncio.timeout(60):  # a hang guard only (a gate that never opens): no assertion rests on time
+        run_id = await scan(config, store, generator=gate, progress=progress)
+
     assert store.count_attempts(run_id) == 60
+    assert gate.waves == [16, 16, 16, 12]  # the gate really released the requests in waves
+    # an attempt is reported finished only once it is in the file: every attempt of a wave is
+    # reported after the wave's transaction, and before the next wave can start
     assert all(count >= i + 1 for i, count in enumerate(reported))
-    assert sum(commits) == 60 and len(commits) < 30  # attempts finishing together share a transaction
+    assert reported == [16] * 16 + [32] * 16 + [48] * 16 + [60] * 12
+    # every wave finished together and was committed as one transaction
+    assert commits == gate.waves
 
 
 async def test_batch_writer_sees_queued_cache_entries_and_flushes_on_close(tmp_path):
@@ -211,17 +236,18 @@ async def test_attempts_are_pulled_lazily_and_not_kept(tmp_path, monkeypatch):
     probe = Many(200)
     pulled_when_first_done = []
 
-    class Watch(Generator):
-        family = "test.watch"
+    def note_first_request(conversation):
+        if not pulled_when_first_done:
+            pulled_when_first_done.append(probe.made)
+        return "Sure"
 
-        async def generate(self, conversation, n=1):
-            await asyncio.sleep(0)
-            if not pulled_when_first_done:
-                pulled_when_first_done.append(probe.made)
-            return [Message("Sure") for _ in range(n)]
+    def watch():
+        """Answers 'Sure' (after yielding to the loop once) and notes how many attempts were
+        made when the first request came."""
+        return ScriptedGenerator(note_first_request, name="test.watch")
 
     monkeypatch.setattr("redline.engine.pipeline.build_probes", lambda config: [probe])
-    run_id = await scan(ScanConfig(model="test.watch", concurrency=4), store, generator=Watch())
+    run_id = await scan(ScanConfig(model="test.watch", concurrency=4), store, generator=watch())
     assert pulled_when_first_done[0] <= 5  # not the 200 attempts up front
     assert store.count_attempts(run_id) == 200
     assert run_summary(store, run_id)["probes"][0]["failure_rate"] == 1.0
@@ -234,7 +260,7 @@ async def test_attempts_are_pulled_lazily_and_not_kept(tmp_path, monkeypatch):
         store.save_attempt(run_id, attempt)
         saved.append(attempt.seq)
 
-    runner = AttemptRunner(Watch(), concurrency=4, on_done=save, keep=False)
+    runner = AttemptRunner(watch(), concurrency=4, on_done=save, keep=False)
     await runner.start_detectors([probe])
     assert await runner.run_all((probe, a) for a in Many(10).create_attempts()) == []  # nothing kept
     assert sorted(saved) == list(range(10))  # every attempt went through on_done

@@ -3,6 +3,7 @@ percentile bootstrap, the failure-rate calculator and the A–D mark rules."""
 
 from __future__ import annotations
 
+import itertools
 import math
 import random
 import statistics
@@ -82,14 +83,14 @@ def test_wilson_interval_bounds_rise_with_the_number_of_successes():
         intervals = [wilson_interval(k, n) for k in range(n + 1)]
         lows = [lo for lo, _ in intervals]
         highs = [hi for _, hi in intervals]
-        assert all(a < b for a, b in zip(lows[1:], lows[2:]))  # strictly, once off the 0 clamp
-        assert all(a < b for a, b in zip(highs, highs[1:-1]))  # strictly, until the 1 clamp
+        assert all(a < b for a, b in itertools.pairwise(lows))  # strictly, once off the 0 clamp
+        assert all(a < b for a, b in itertools.pairwise(highs))  # strictly, until the 1 clamp
         assert lows == sorted(lows) and highs == sorted(highs)
 
 
 def test_wilson_interval_narrows_as_the_sample_grows_at_a_fixed_proportion():
     widths = [hi - lo for lo, hi in (wilson_interval(3 * m, 10 * m) for m in (1, 2, 5, 10, 100))]
-    assert all(a > b for a, b in zip(widths, widths[1:]))
+    assert all(a > b for a, b in itertools.pairwise(widths))
     # at n = 1000 the interval is close to the normal approximation 2 * 1.96 * sqrt(pq/n)
     assert widths[-1] == pytest.approx(2 * 1.959964 * math.sqrt(0.3 * 0.7 / 1000), rel=0.01)
 

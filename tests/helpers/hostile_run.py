@@ -8,10 +8,10 @@ import asyncio
 import zlib
 from pathlib import Path
 
+from fakes import ScriptedGenerator, user_text
 from redline.attempt import ATTEMPT_COMPLETE, Attempt, Conversation, Message, Turn
 from redline.engine import ScanConfig, scan
 from redline.evaluation.metrics import FailureRateCalculator
-from redline.generators.base import Generator
 from redline.store import Store
 
 TITLE_MARK = "redline report"
@@ -42,27 +42,20 @@ def hostile_text(attacker: str) -> str:
     )
 
 
-class HostileGenerator(Generator):
-    """Scripted model: refuses some prompts, echoes some and answers the rest with hostile markup
-    (decided by a checksum of the prompt, so runs are reproducible)."""
+def hostile_generator(attacker: str, refuse_every: int = 4) -> ScriptedGenerator:
+    """Scripted model ``scripted:hostile-demo``: refuses some prompts, echoes some and answers the
+    rest with hostile markup (decided by a checksum of the prompt, so runs are reproducible)."""
 
-    family = "scripted"
-
-    def __init__(self, attacker: str, model: str = "hostile-demo", refuse_every: int = 4) -> None:
-        super().__init__(model)
-        self.attacker = attacker
-        self.refuse_every = refuse_every
-
-    async def generate(self, conversation: Conversation, n: int = 1) -> list[Message | None]:
-        text = conversation.last_message("user").text or ""
-        k = zlib.crc32(text.encode()) % self.refuse_every
+    def answer(conversation: Conversation) -> str:
+        text = user_text(conversation)
+        k = zlib.crc32(text.encode()) % refuse_every
         if k == 0:
-            out = "I can't help with that request."
-        elif k == 1:
-            out = text
-        else:
-            out = hostile_text(self.attacker)
-        return [Message(out) for _ in range(n)]
+            return "I can't help with that request."
+        if k == 1:
+            return text
+        return hostile_text(attacker)
+
+    return ScriptedGenerator(answer, name="scripted:hostile-demo")
 
 
 def _finish(store: Store, run_id: str, probe: str, position: int, **extra: object) -> None:
@@ -197,9 +190,9 @@ def build_hostile_run(
     probes: str = "harmful.Requests,injection.HiddenInData,encoding.Base64,encoding.Hex,encoding.ROT13",
     generations: int = 2,
 ) -> tuple[Store, str]:
-    """A store at ``db`` with one run of :class:`HostileGenerator` (plus :func:`add_extras`)."""
+    """A store at ``db`` with one run of :func:`hostile_generator` (plus :func:`add_extras`)."""
     store = Store(db)
     config = ScanConfig(model="scripted:hostile-demo", probes=probes, generations=generations, sample=8, seed=1)
-    run_id = asyncio.run(scan(config, store, generator=HostileGenerator(attacker)))
+    run_id = asyncio.run(scan(config, store, generator=hostile_generator(attacker)))
     add_extras(store, run_id, attacker)
     return store, run_id

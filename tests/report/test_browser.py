@@ -54,7 +54,7 @@ class Attacker:
                 self.send_header("Content-Length", "0")
                 self.end_headers()
 
-            do_POST = do_GET  # noqa: N815
+            do_POST = do_GET
 
             def log_message(self, *args: object) -> None:
                 pass
@@ -129,12 +129,12 @@ def page(tmp_path_factory, attacker):
 
 
 def test_report_in_chromium_runs_nothing_injected_and_loads_nothing(page, attacker, tmp_path):
-    path, html, run_id = page
+    path, _html, run_id = page
     before = len(attacker.requests)
     dom = dump_dom(path, tmp_path)
     assert dom.title == f"redline report · scripted:hostile-demo · {run_id}"
     assert "PWNED" not in dom.title
-    html_attrs = [attrs for tag, attrs in dom.tags if tag == "html"][0]
+    html_attrs = next(attrs for tag, attrs in dom.tags if tag == "html")
     assert html_attrs.get("data-js") == "on"  # our nonce'd script ran under the CSP
     names = [tag for tag, _ in dom.tags]
     assert names.count("script") == 1

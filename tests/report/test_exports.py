@@ -76,7 +76,7 @@ def test_jsonl_rebuilds_every_attempt(run):
         rebuilt = Attempt.from_dict(json.loads(line))
         assert rebuilt == attempt
         assert rebuilt.all_outputs == attempt.all_outputs
-    multi = [Attempt.from_dict(json.loads(l)) for l in lines if '"demo.MultiTurn"' in l][0]
+    multi = next(Attempt.from_dict(json.loads(l)) for l in lines if '"demo.MultiTurn"' in l)
     assert [t.role for t in multi.conversations[1].turns] == ["system", "user", "assistant", "user", "assistant"]
     errored = [json.loads(l) for l in lines if json.loads(l)["notes"].get("error")]
     assert len(errored) == 1

@@ -87,15 +87,12 @@ def test_summary_content(report):
     svgs = page.count("<svg")
     assert svgs == 2
     rated = [
-        p
-        for p in (
-            "harmful.Requests",
-            "injection.HiddenInData",
-            "encoding.Base64",
-            "encoding.Hex",
-            "encoding.ROT13",
-            "demo.MultiTurn",
-        )
+        "harmful.Requests",
+        "injection.HiddenInData",
+        "encoding.Base64",
+        "encoding.Hex",
+        "encoding.ROT13",
+        "demo.MultiTurn",
     ]
     assert len(re.findall(r'<rect class="r\d" x="240"', page)) == len(rated)
     assert len(re.findall(r"<circle class=\"m[a-dn]\"", page)) == 3

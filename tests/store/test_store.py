@@ -4,17 +4,29 @@ check, persistence across connections, and the group-commit :class:`BatchWriter`
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import json
 import re
+import sqlite3
 
 import pytest
 
 from redline.attempt import Attempt, Conversation, Message, Turn
-from redline.store import RUN_COMPLETE, RUN_INTERRUPTED, RUN_RUNNING, RunNotFound, Store, StoreError
-
-try:
-    from redline.store import BatchWriter
-except ImportError:  # not exported at the top level (yet)
-    from redline.store.sqlite import BatchWriter
+from redline.errors import RedlineError
+from redline.evaluation import FAIL, PASS, UNDETECTED
+from redline.store import (
+    RUN_COMPLETE,
+    RUN_INTERRUPTED,
+    RUN_RUNNING,
+    AttemptCounts,
+    BatchWriter,
+    ProbeResultRecord,
+    RunListing,
+    RunNotFound,
+    RunRecord,
+    Store,
+    StoreError,
+)
 
 
 def make_attempt(seq, probe="probe.A", outputs=("ok",), evaluation=None, error=None, status=2):
@@ -51,19 +63,20 @@ def test_create_get_and_list_runs(store):
     config = {"scan": {"probes": "harmful.Requests", "concurrency": 4}, "generator": {"model": "m"}}
     run_id = store.create_run("openai:m", config)
     run = store.get_run(run_id)
-    assert run["run_id"] == run_id
-    assert run["model"] == "openai:m"
-    assert run["status"] == RUN_RUNNING
-    assert run["config"] == config
-    assert run["message"] is None
-    assert run["created"] == run["updated"]
+    assert isinstance(run, RunRecord)
+    assert run.run_id == run_id
+    assert run.model == "openai:m"
+    assert run.status == RUN_RUNNING
+    assert run.config == config
+    assert run.message is None
+    assert run.created == run.updated
 
     other = store.create_run("test.other", {})
     assert other != run_id
-    listed = {r["run_id"]: r for r in store.list_runs()}
+    listed = {r.run_id: r for r in store.list_runs()}
     assert set(listed) == {run_id, other}
-    assert listed[run_id]["model"] == "openai:m" and listed[run_id]["status"] == RUN_RUNNING
-    assert listed[run_id]["attempts"] == listed[run_id]["failed"] == listed[run_id]["errored"] == 0
+    assert listed[run_id].model == "openai:m" and listed[run_id].status == RUN_RUNNING
+    assert listed[run_id].attempts == listed[run_id].failed == listed[run_id].errored == 0
 
 
 def test_list_runs_counts_attempts_failures_and_errors(store):
@@ -72,7 +85,7 @@ def test_list_runs_counts_attempts_failures_and_errors(store):
     store.save_attempt(run_id, make_attempt(1, evaluation=["pass"]))
     store.save_attempt(run_id, make_attempt(2, error="timeout"))
     (row,) = store.list_runs()
-    assert (row["attempts"], row["failed"], row["errored"]) == (3, 2, 1)
+    assert (row.attempts, row.failed, row.errored) == (3, 2, 1)
 
 
 def test_an_unknown_run_is_not_found(store):
@@ -80,20 +93,21 @@ def test_an_unknown_run_is_not_found(store):
     with pytest.raises(RunNotFound, match="no run 'nope'"):
         store.get_run("nope")
     assert issubclass(RunNotFound, StoreError)
+    assert issubclass(StoreError, RedlineError) and issubclass(StoreError, RuntimeError)
 
 
 def test_set_run_status_with_and_without_a_message(store):
     run_id = store.create_run("m", {})
     store.set_run_status(run_id, RUN_INTERRUPTED, "stopped by the user")
     run = store.get_run(run_id)
-    assert run["status"] == RUN_INTERRUPTED
-    assert run["message"] == "stopped by the user"
-    assert run["updated"] >= run["created"]
+    assert run.status == RUN_INTERRUPTED
+    assert run.message == "stopped by the user"
+    assert run.updated >= run.created
     store.set_run_status(run_id, RUN_COMPLETE)
     run = store.get_run(run_id)
-    assert run["status"] == RUN_COMPLETE
-    assert run["message"] is None
-    assert {r["status"] for r in store.list_runs()} == {RUN_COMPLETE}
+    assert run.status == RUN_COMPLETE
+    assert run.message is None
+    assert {r.status for r in store.list_runs()} == {RUN_COMPLETE}
 
 
 def test_run_status_constants():
@@ -139,7 +153,7 @@ def test_create_run_refuses_secret_looking_settings(store, config, where):
 )
 def test_create_run_accepts_settings_that_hold_no_secret(store, config):
     run_id = store.create_run("m", config)
-    assert store.get_run(run_id)["config"] == config
+    assert store.get_run(run_id).config == config
 
 
 # -- attempts -----------------------------------------------------------------------------------
@@ -201,7 +215,7 @@ def test_an_attempt_is_serialised_when_saved(store):
     attempt.notes["evaluation"] = ["fail"]  # changed after saving: not in the store
     (loaded,) = store.iter_attempts(run_id)
     assert "evaluation" not in loaded.notes
-    assert store.attempt_counts(run_id)["probe.A"]["failed"] == 0
+    assert store.attempt_counts(run_id)["probe.A"].failed == 0
 
 
 def test_errored_attempts_are_filtered_and_optionally_left_out_of_finished_seqs(store):
@@ -235,7 +249,7 @@ def test_an_empty_error_note_does_not_count_as_an_error(store):
     run_id = store.create_run("m", {})
     store.save_attempt(run_id, make_attempt(0, error=""))
     assert store.finished_seqs(run_id, "probe.A", include_errors=False) == {0}
-    assert store.attempt_counts(run_id)["probe.A"]["errored"] == 0
+    assert store.attempt_counts(run_id)["probe.A"].errored == 0
 
 
 def test_attempt_counts_per_probe(store):
@@ -245,8 +259,8 @@ def test_attempt_counts_per_probe(store):
     store.save_attempt(run_id, make_attempt(2, outputs=("a",), error="boom"))
     store.save_attempt(run_id, make_attempt(0, "probe.B", outputs=("a",), evaluation=["pass"]))
     assert store.attempt_counts(run_id) == {
-        "probe.A": {"attempts": 3, "outputs": 6, "failed": 3, "errored": 1},
-        "probe.B": {"attempts": 1, "outputs": 1, "failed": 0, "errored": 0},
+        "probe.A": AttemptCounts(attempts=3, outputs=6, failed=3, errored=1),
+        "probe.B": AttemptCounts(attempts=1, outputs=1, failed=0, errored=0),
     }
     assert store.attempt_counts(store.create_run("m", {})) == {}
 
@@ -274,13 +288,14 @@ def test_probe_results_come_back_in_position_order(store):
     store.save_probe_result(run_id, "probe.B", 1, {"marks": {"failure_rate": {"mark": "B"}}})
     results = store.probe_results(run_id)
     assert list(results) == ["probe.A", "probe.B", "probe.C"]
-    assert results["probe.C"] == {"metrics": {"failure_rate": {"value": 0.5}}}
-    assert results["probe.B"] == {"marks": {"failure_rate": {"mark": "B"}}}
+    assert [r.position for r in results.values()] == [0, 1, 2]
+    assert results["probe.C"].as_dict() == {"metrics": {"failure_rate": {"value": 0.5}}}
+    assert results["probe.B"].as_dict() == {"marks": {"failure_rate": {"mark": "B"}}}
     # saving a probe's result again replaces it (and its position)
     store.save_probe_result(run_id, "probe.A", 3, {"metrics": {"x": 1}})
     results = store.probe_results(run_id)
     assert list(results) == ["probe.B", "probe.C", "probe.A"]
-    assert results["probe.A"] == {"metrics": {"x": 1}}
+    assert results["probe.A"] == ProbeResultRecord("probe.A", 3, {"metrics": {"x": 1}})
     assert store.probe_results(store.create_run("m", {})) == {}
 
 
@@ -309,10 +324,10 @@ def test_everything_persists_across_store_instances(tmp_path):
         first.set_run_status(run_id, RUN_COMPLETE, "done")
     with Store(path) as second:
         run = second.get_run(run_id)
-        assert run["status"] == RUN_COMPLETE and run["message"] == "done"
-        assert run["config"] == {"scan": {"seed": 1}}
+        assert run.status == RUN_COMPLETE and run.message == "done"
+        assert run.config == {"scan": {"seed": 1}}
         assert list(second.iter_attempts(run_id)) == [attempt]
-        assert second.probe_results(run_id) == {"probe.A": {"metrics": {}}}
+        assert second.probe_results(run_id) == {"probe.A": ProbeResultRecord("probe.A", 0, {"metrics": {}})}
         assert second.cache_get("k") == ["v"]
 
 
@@ -439,3 +454,181 @@ async def test_a_failed_commit_raises_store_error_in_every_waiting_save(tmp_path
     assert len(results) == 3
     assert all(isinstance(r, StoreError) for r in results)
     assert writer.commits == 0
+
+
+# -- records ------------------------------------------------------------------------------------
+
+
+def test_run_record_as_dict_is_the_previous_get_run_dict(store):
+    config = {"scan": {"generations": 3}, "probe_names": ["probe.B", "probe.A"], "generator": {"model": "m"}}
+    run_id = store.create_run("openai:m", config)
+    store.set_run_status(run_id, RUN_INTERRUPTED, "stopped")
+    run = store.get_run(run_id)
+    data = run.as_dict()
+    assert list(data) == ["run_id", "created", "updated", "model", "status", "config", "message"]
+    assert data["run_id"] == run_id and data["config"] == config and data["message"] == "stopped"
+    assert (run.scan, run.probe_names, run.generations) == ({"generations": 3}, ["probe.B", "probe.A"], 3)
+    run.probe_names.append("probe.C")  # a copy: the record is not changed through it
+    assert run.probe_names == ["probe.B", "probe.A"]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        run.status = RUN_COMPLETE  # type: ignore[misc]
+
+
+def test_run_record_defaults_for_a_config_without_scan_settings(store):
+    run = store.get_run(store.create_run("m", {}))
+    assert (run.scan, run.probe_names, run.generations) == ({}, [], 1)
+
+
+def test_list_runs_records_as_dicts_keep_the_runs_json_keys(store):
+    run_id = store.create_run("m", {})
+    store.save_attempt(run_id, make_attempt(0, evaluation=["fail"]))
+    (listing,) = store.list_runs()
+    assert isinstance(listing, RunListing)
+    assert list(listing.as_dict()) == ["run_id", "created", "model", "status", "attempts", "failed", "errored"]
+    assert listing.as_dict() == {
+        "run_id": run_id,
+        "created": store.get_run(run_id).created,
+        "model": "m",
+        "status": RUN_RUNNING,
+        "attempts": 1,
+        "failed": 1,
+        "errored": 0,
+    }
+
+
+def test_attempt_counts_record(store):
+    run_id = store.create_run("m", {})
+    store.save_attempt(run_id, make_attempt(0, outputs=("a", "b"), evaluation=["fail", "undetected"]))
+    counts = store.attempt_counts(run_id)["probe.A"]
+    assert counts.as_dict() == {"attempts": 1, "outputs": 2, "failed": 1, "errored": 0}
+    assert AttemptCounts() == AttemptCounts(attempts=0, outputs=0, failed=0, errored=0)
+
+
+def test_a_judgment_enum_and_its_stored_string_count_the_same(store):
+    run_id = store.create_run("m", {})
+    store.save_attempt(run_id, make_attempt(0, outputs=("a", "b", "c"), evaluation=[FAIL, PASS, UNDETECTED]))
+    store.save_attempt(run_id, make_attempt(1, outputs=("a",), evaluation=["fail"]))
+    assert store.attempt_counts(run_id)["probe.A"].failed == 2
+    (first, _) = store.iter_attempt_dicts(run_id)
+    assert first["notes"]["evaluation"] == ["fail", "pass", "undetected"]  # stored as plain strings
+
+
+def test_probe_result_record_reads_the_engine_keys_with_defaults(store):
+    run_id = store.create_run("m", {})
+    full = {
+        "metrics": {"failure_rate": {"value": 0.25, "ci95": [0.1, 0.5], "n": 8, "undetected": 0, "details": {}}},
+        "marks": {"failure_rate": {"metric": "failure_rate", "mark": "B", "meaning": "cautionary"}},
+        "goal": "make it say no",
+        "tags": ["owasp:llm01"],
+        "detectors": ["refusal.Compliance"],
+        "not_measured": None,
+        "extra": {"kept": True},
+    }
+    store.save_probe_result(run_id, "probe.A", 0, full)
+    store.save_probe_result(run_id, "probe.B", 1, {"not_measured": "no classifier", "marks": None})
+    results = store.probe_results(run_id)
+    a, b = results["probe.A"], results["probe.B"]
+    assert (a.probe, a.position) == ("probe.A", 0)
+    assert a.metrics["failure_rate"]["n"] == 8 and a.marks["failure_rate"]["mark"] == "B"
+    assert (a.goal, a.tags, a.detectors, a.not_measured) == (
+        "make it say no",
+        ["owasp:llm01"],
+        ["refusal.Compliance"],
+        None,
+    )
+    assert a.as_dict() == full  # unknown keys are kept
+    assert (b.metrics, b.marks, b.goal, b.tags, b.detectors) == ({}, {}, "", [], [])
+    assert b.not_measured == "no classifier"
+
+
+# -- a file written by the previous version ------------------------------------------------------
+
+#: The tables exactly as the first store files were created: files in the wild look like this.
+PREVIOUS_SCHEMA = """
+CREATE TABLE runs (
+    run_id TEXT PRIMARY KEY, created REAL NOT NULL, updated REAL NOT NULL, model TEXT NOT NULL,
+    status TEXT NOT NULL, config TEXT NOT NULL, message TEXT
+);
+CREATE TABLE attempts (
+    run_id TEXT NOT NULL, probe TEXT NOT NULL, seq INTEGER NOT NULL, status INTEGER NOT NULL,
+    outputs INTEGER NOT NULL, failed INTEGER NOT NULL, errored INTEGER NOT NULL, data TEXT NOT NULL,
+    updated REAL NOT NULL, PRIMARY KEY (run_id, probe, seq)
+);
+CREATE TABLE probe_results (
+    run_id TEXT NOT NULL, probe TEXT NOT NULL, position INTEGER NOT NULL, result TEXT NOT NULL,
+    PRIMARY KEY (run_id, probe)
+);
+CREATE TABLE cache (key TEXT PRIMARY KEY, outputs TEXT NOT NULL, created REAL NOT NULL);
+"""
+
+
+def _previous_version_file(path):
+    """A store written row by row the way the previous version wrote it (raw SQL, no Store)."""
+    con = sqlite3.connect(path)
+    con.executescript(PREVIOUS_SCHEMA)
+    config = {"scan": {"model": "test.echo", "generations": 1}, "probe_names": ["probe.A"], "generator": {}}
+    con.execute(
+        "INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?)",
+        ("old-run", 1000.0, 1001.0, "test.echo", "interrupted", json.dumps(config), "stopped before the end"),
+    )
+    for seq, (evaluation, error) in enumerate([(["fail", "pass"], None), (["undetected"], None), ([], "HTTP 500")]):
+        attempt = make_attempt(seq, outputs=("x",) * len(evaluation), evaluation=evaluation, error=error)
+        failed = evaluation.count("fail")
+        con.execute(
+            "INSERT INTO attempts VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                "old-run",
+                "probe.A",
+                seq,
+                2,
+                len(evaluation),
+                failed,
+                1 if error else 0,
+                json.dumps(attempt.as_dict()),
+                1.0,
+            ),
+        )
+    con.execute("INSERT INTO cache VALUES (?, ?, ?)", ("key", json.dumps([{"text": "cached"}]), 1.0))
+    con.commit()
+    schema = sorted(con.execute("SELECT name, sql FROM sqlite_master").fetchall())
+    con.close()
+    return schema
+
+
+def test_a_file_written_by_the_previous_version_opens_reads_and_resumes(tmp_path):
+    path = tmp_path / "old.db"
+    schema = _previous_version_file(path)
+    with Store(path) as old:
+        run = old.get_run("old-run")
+        assert (run.status, run.message, run.created, run.probe_names) == (
+            "interrupted",
+            "stopped before the end",
+            1000.0,
+            ["probe.A"],
+        )
+        assert old.list_runs()[0].as_dict() == {
+            "run_id": "old-run",
+            "created": 1000.0,
+            "model": "test.echo",
+            "status": "interrupted",
+            "attempts": 3,
+            "failed": 1,
+            "errored": 1,
+        }
+        assert old.attempt_counts("old-run") == {"probe.A": AttemptCounts(attempts=3, outputs=3, failed=1, errored=1)}
+        assert [a.seq for a in old.iter_attempts("old-run")] == [0, 1, 2]
+        assert old.cache_get("key") == [{"text": "cached"}]
+        # resume: the errored attempt is retried, the others are kept; then phase 4 and the end
+        assert old.finished_seqs("old-run", "probe.A", include_errors=False) == {0, 1}
+        old.save_attempt("old-run", make_attempt(2, evaluation=["pass"]))
+        old.save_probe_result("old-run", "probe.A", 0, {"metrics": {}, "marks": {}})
+        old.set_run_status("old-run", RUN_COMPLETE)
+    with Store(path) as again:
+        assert again.get_run("old-run").status == RUN_COMPLETE
+        assert again.attempt_counts("old-run")["probe.A"] == AttemptCounts(attempts=3, outputs=4, failed=1, errored=0)
+        assert list(again.probe_results("old-run")) == ["probe.A"]
+    con = sqlite3.connect(path)
+    assert (
+        sorted(con.execute("SELECT name, sql FROM sqlite_master").fetchall()) == schema
+    )  # the file's tables are untouched
+    con.close()

@@ -15,6 +15,7 @@ from typing import Any
 
 from redline.generators import GeneratorUnavailable, generators, get_generator, split_spec
 from redline.generators.base import Generator
+from redline.probes.base import Probe
 
 __all__ = ["ROLES", "ModelPool", "close_model_pools"]
 
@@ -84,11 +85,11 @@ class ModelPool:
             await generator.aclose()
 
 
-async def close_model_pools(probes: Iterable[Any]) -> None:
+async def close_model_pools(probes: Iterable[Probe]) -> None:
     """Close every distinct :class:`ModelPool` attached to ``probes`` (``probe.model_pool``)."""
     seen: set[int] = set()
     for probe in probes:
-        pool = getattr(probe, "model_pool", None)
+        pool = probe.model_pool
         if isinstance(pool, ModelPool) and id(pool) not in seen:
             seen.add(id(pool))
             await pool.aclose()

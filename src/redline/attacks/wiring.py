@@ -79,5 +79,5 @@ def apply_scan_options(probes: list[Probe], config: Any) -> list[Probe]:
     if chain:
         return [ConvertedProbe(p, chain, pool) for p in probes]
     for probe in probes:
-        probe.model_pool = pool  # type: ignore[attr-defined]
+        probe.model_pool = pool
     return probes

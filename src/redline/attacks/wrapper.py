@@ -10,13 +10,13 @@ what was applied; the family (``harmful``) is unchanged. Converters
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from redline.attacks.pool import ModelPool
 from redline.attempt import Attempt
 from redline.generators.base import Generator
-from redline.probes.base import Probe
+from redline.probes.base import AttemptSource, Probe, ProbeItem, ProbeResult
 
 __all__ = ["ProbeWrapper"]
 
@@ -24,7 +24,7 @@ __all__ = ["ProbeWrapper"]
 class _Mapped:
     """A sized, re-iterable view of ``source`` with ``fn`` applied to each attempt."""
 
-    def __init__(self, source: Any, fn: Any) -> None:
+    def __init__(self, source: AttemptSource, fn: Callable[[Attempt], Attempt]) -> None:
         self.source, self.fn = source, fn
 
     def __len__(self) -> int:
@@ -47,6 +47,7 @@ class ProbeWrapper(Probe):
         self.inner = inner
         self.suffix = suffix
         self.model_pool = model_pool
+        # A wrapper's name is per instance (the inner name + suffix), not a class declaration.
         self.name = f"{inner.name}+{suffix}"  # type: ignore[misc]
         for attr in (
             "goal",
@@ -72,14 +73,14 @@ class ProbeWrapper(Probe):
         return {}
 
     @property
-    def params(self) -> dict:  # type: ignore[override]
+    def params(self) -> dict:
         return {**self.inner.params, **self.extra_params}
 
     @property
-    def probe_items(self) -> list:  # type: ignore[override]
+    def probe_items(self) -> list[ProbeItem]:
         return self.inner.probe_items
 
-    def _create_probe_items(self) -> list:
+    def _create_probe_items(self) -> list[ProbeItem]:
         return self.inner._create_probe_items()
 
     def prepare_attempt(self, attempt: Attempt) -> Attempt:
@@ -88,7 +89,7 @@ class ProbeWrapper(Probe):
         attempt.probe_params = {**attempt.probe_params, **self.extra_params}
         return attempt
 
-    def create_attempts(self) -> Any:  # type: ignore[override]
+    def create_attempts(self) -> AttemptSource:
         """The inner probe's attempts (same seq numbers, so runs resume), prepared by
         :meth:`prepare_attempt`; sized and lazy when the inner probe's are."""
         return _Mapped(self.inner.create_attempts(), self.prepare_attempt)
@@ -99,7 +100,7 @@ class ProbeWrapper(Probe):
     def calculate_marks(self, metrics: dict) -> dict:
         return self.inner.calculate_marks(metrics)
 
-    async def run(self, generator: Generator, generations: int = 1, concurrency: int = 8) -> Any:
+    async def run(self, generator: Generator, generations: int = 1, concurrency: int = 8) -> ProbeResult:
         try:
             return await Probe.run(self, generator, generations, concurrency)
         finally:

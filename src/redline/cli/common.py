@@ -14,43 +14,62 @@ from rich.console import Console
 
 from redline.detectors import detectors as detector_registry
 from redline.engine import scan
+from redline.errors import RedlineError, UsageError
 from redline.generators import generators as generator_registry
 from redline.probes import probes as probe_registry
-from redline.report.summary import gate_violations, run_summary
+from redline.report.formatting import pct, pct_interval
+from redline.report.summary import ProbeSummary, RunSummary, build_summary, gate_violations
 from redline.store import Store
 
-__all__ = ["UserError", "err_console", "out_console", "print_summary", "report_exception", "run_scan"]
+__all__ = [
+    "EXIT_INTERNAL_ERROR",
+    "EXIT_USER_ERROR",
+    "err_console",
+    "out_console",
+    "print_summary",
+    "report_exception",
+    "run_scan",
+]
 
 # emoji=False: a spec such as "rest:x:" or "ollama:smile:latest" must print as written.
 out_console = Console(highlight=False, emoji=False, width=None if sys.stdout.isatty() else 160)
 err_console = Console(stderr=True, highlight=False, emoji=False, soft_wrap=True)
 
 
-class UserError(Exception):
-    """A mistake in how redline was called; printed as one line."""
+#: Exit status of a command that stopped on an expected error (see :func:`report_exception`).
+EXIT_USER_ERROR = 1
+#: Exit status of a command that stopped on a bug in redline (``EX_SOFTWARE`` of sysexits.h).
+EXIT_INTERNAL_ERROR = 70
 
 
 def report_exception(exc: BaseException) -> int:
-    """Print ``exc`` as one ``error:`` line and return the exit code (1 for user-facing errors
-    raised by redline or the OS, 70 for anything unexpected)."""
+    """Print ``exc`` on stderr and return the exit status for it; the decision is by type.
+
+    - :class:`~redline.errors.RedlineError` (raised on purpose: a bad option, file or name, a
+      model or classifier that cannot be used) and :class:`OSError` (a file the system refused):
+      one line ``error: MESSAGE`` (the first line of the message), :data:`EXIT_USER_ERROR`.
+    - Anything else is a bug in redline: ``error: internal error TYPE: MESSAGE (set
+      REDLINE_DEBUG=1 for the traceback)``, :data:`EXIT_INTERNAL_ERROR`.
+
+    With ``REDLINE_DEBUG`` set, the traceback is printed first in both cases.
+    """
     message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-    module = type(exc).__module__ or ""
     if os.environ.get("REDLINE_DEBUG"):
         traceback.print_exception(exc, file=sys.stderr)
-    if isinstance(exc, (UserError, OSError)) or module.startswith("redline"):
+    if isinstance(exc, (RedlineError, OSError)):
         err_console.print(f"error: {message}", markup=False, highlight=False)
-        return 1
+        return EXIT_USER_ERROR
     err_console.print(
         f"error: internal error {type(exc).__name__}: {message} (set REDLINE_DEBUG=1 for the traceback)",
         markup=False,
         highlight=False,
     )
-    return 70
+    return EXIT_INTERNAL_ERROR
 
 
 def open_store(path: Path, must_exist: bool = False):
     if must_exist and not Path(path).exists():
-        raise UserError(f"no store at {path} (run 'redline scan' first, or pass --store PATH)")
+        raise UsageError(f"no store at {path} (run 'redline scan' first, or pass --store PATH)")
     return Store(path)
 
 
@@ -108,11 +127,15 @@ def run_scan(config: Any, store_path: Path, *, resume: str | None, retry_errors:
                 f"starting {config.model if config and config.model else 'model'}", total=None
             )
         elif event == "start":
-            fields = {"started": _time.monotonic(), "initial": done}
+            started = _time.monotonic()
             if state["task"] is not None:
-                progress.reset(state["task"], description="scanning", total=total, completed=done, **fields)
+                progress.reset(
+                    state["task"], description="scanning", total=total, completed=done, started=started, initial=done
+                )
             else:
-                state["task"] = progress.add_task("scanning", total=total, completed=done, **fields)
+                state["task"] = progress.add_task(
+                    "scanning", total=total, completed=done, started=started, initial=done
+                )
             if not progress.disable:
                 return
             if not quiet:
@@ -142,25 +165,17 @@ def run_scan(config: Any, store_path: Path, *, resume: str | None, retry_errors:
             )
         else:
             err_console.print("interrupted")
-        raise SystemExit(130)
+        raise SystemExit(130) from None
     except Exception as exc:
         code = report_exception(exc)
         if state["run_id"]:
             err_console.print(
                 f"the run can be continued with 'redline scan --resume {state['run_id']} --store {store_path}'"
             )
-        raise SystemExit(code)
+        raise SystemExit(code) from None
     finally:
         store.close()
     return state["run_id"]
-
-
-def _fmt_rate(value: float | None) -> str:
-    return "-" if value is None else f"{value * 100:.1f}%"
-
-
-def _fmt_ci(ci: list[float] | None) -> str:
-    return "-" if not ci else f"{ci[0] * 100:.1f}–{ci[1] * 100:.1f}%"
 
 
 GATE_EXIT_CODE = 3
@@ -173,9 +188,9 @@ def print_summary(
     (``fail_above`` / ``fail_mark``) print each violation on stderr and exit with
     :data:`GATE_EXIT_CODE` when there is one."""
     with open_store(store_path, must_exist=True) as store:
-        summary = run_summary(store, run_id)
+        summary = build_summary(store, run_id)
     if as_json:
-        sys.stdout.write(json.dumps(summary, indent=2) + "\n")
+        sys.stdout.write(json.dumps(summary.as_dict(), indent=2) + "\n")
     else:
         _print_table(summary)
     problems = gate_violations(summary, fail_above, fail_mark)
@@ -187,18 +202,18 @@ def print_summary(
         err_console.print("gate passed", markup=False, highlight=False)
 
 
-def _no_mark(probe: dict, metric: str) -> str:
+def _no_mark(probe: ProbeSummary, metric: str) -> str:
     """`` no mark (reason)`` for a measured metric that got no mark."""
-    reason = (probe.get("mark_notes") or {}).get(metric) or ""
+    reason = probe.mark_notes.get(metric) or ""
     return f" no mark ({reason.removeprefix('not measured: ')})" if reason else " no mark"
 
 
-def _print_table(summary: dict) -> None:
+def _print_table(summary: RunSummary) -> None:
     from rich.markup import escape
     from rich.table import Table
 
     # names and reasons come from models, LVE files and servers: shown literally, never as markup
-    table = Table(title=escape(f"run {summary['run_id']} · model {summary['model']} · {summary['status']}"))
+    table = Table(title=escape(f"run {summary.run_id} · model {summary.model} · {summary.status}"))
     table.add_column("probe")
     table.add_column("attempts", justify="right")
     table.add_column("failed", justify="right")
@@ -206,33 +221,30 @@ def _print_table(summary: dict) -> None:
     table.add_column("95% CI", justify="right")
     table.add_column("errored", justify="right")
     table.add_column("metrics / marks")
-    for p in summary["probes"]:
+    for p in summary.probes:
         extra = []
-        for name, metric in (p.get("metrics") or {}).items():
-            mark = (p.get("marks") or {}).get(name)
-            value, ci = metric.get("value"), metric.get("ci95")
+        for name, metric in p.metrics.items():
+            mark = p.marks.get(name)
+            value, ci = metric.value, metric.ci95
             shown = (
                 "not measured" if value is None else f"{value:+.2f}" + (f" ({ci[0]:+.2f}…{ci[1]:+.2f})" if ci else "")
             )
-            undetected = metric.get("undetected", 0)
             extra.append(
                 f"{name} {shown}"
-                + (f" mark {mark}" if mark else _no_mark(p, name) if value is not None and p.get("marks") else "")
-                + (f", {undetected} undetected" if undetected else "")
+                + (f" mark {mark}" if mark else _no_mark(p, name) if value is not None and p.marks else "")
+                + (f", {metric.undetected} undetected" if metric.undetected else "")
             )
-        if p.get("undetected") and not p.get("metrics"):
-            extra.append(f"{p['undetected']} outputs without a verdict (undetected)")
-        if p.get("not_measured"):
-            extra.append(f"not measured: {p['not_measured']}")
-        is_bias = p.get("failure_rate") is None and p.get("metrics")
-        rate = _fmt_rate(p.get("failure_rate"))
+        if p.undetected and not p.metrics:
+            extra.append(f"{p.undetected} outputs without a verdict (undetected)")
+        if p.not_measured:
+            extra.append(f"not measured: {p.not_measured}")
         table.add_row(
-            escape(p["probe"] + ("" if p.get("complete", True) else " (incomplete)")),
-            str(p["attempts"]),
-            "-" if is_bias else str(p["failed"]),
-            rate,
-            _fmt_ci(p.get("ci95")),
-            str(p.get("errored", 0)),
+            escape(p.probe + ("" if p.complete else " (incomplete)")),
+            str(p.attempts),
+            "-" if p.is_metrics_only else str(p.failed),
+            pct(p.failure_rate, missing="-"),
+            pct_interval(p.ci95, missing="-"),
+            str(p.errored),
             escape("\n".join(extra)),
         )
     out_console.print(table)
@@ -294,7 +306,7 @@ def print_runs(store_path: Path, as_json: bool) -> None:
     with open_store(store_path, must_exist=True) as store:
         runs = store.list_runs()
     if as_json:
-        sys.stdout.write(json.dumps(runs, indent=2) + "\n")
+        sys.stdout.write(json.dumps([r.as_dict() for r in runs], indent=2) + "\n")
         return
     from rich.markup import escape
 
@@ -302,14 +314,14 @@ def print_runs(store_path: Path, as_json: bool) -> None:
     for col in ("run", "created", "model", "status", "attempts", "failed", "errored"):
         table.add_column(col)
     for r in runs:
-        created = dt.datetime.fromtimestamp(r["created"]).strftime("%Y-%m-%d %H:%M:%S")
+        created = dt.datetime.fromtimestamp(r.created).strftime("%Y-%m-%d %H:%M:%S")
         table.add_row(
-            r["run_id"],
+            r.run_id,
             created,
-            escape(r["model"]),
-            r["status"],
-            str(r["attempts"]),
-            str(r["failed"]),
-            str(r["errored"]),
+            escape(r.model),
+            r.status,
+            str(r.attempts),
+            str(r.failed),
+            str(r.errored),
         )
     out_console.print(table)

@@ -2,7 +2,7 @@
 
 Only typer and the standard library are imported here; the LVE modules are imported inside the
 commands so ``redline --help`` stays fast. User mistakes print one ``error: ...`` line to
-stderr and exit with status 1.
+stderr and exit with status 1 (see :func:`redline.cli.common.report_exception`).
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from typing import Any
 import typer
 
 from redline.cli.common import report_exception
+from redline.errors import UsageError
 from redline.generators import get_generator
 from redline.lve.model import find_lves, load_lve
 from redline.lve.runner import record_lve, run_lve
@@ -30,24 +31,14 @@ app = typer.Typer(
 TRUST_HELP = "Allow custom checker/checker.py files inside LVEs to run (they are arbitrary Python)."
 
 
-class _UserError(Exception):
-    """A mistake in the command line."""
-
-
-def _fail(message: str, code: int = 1) -> typer.Exit:
-    typer.echo(f"error: {message}", err=True)
-    return typer.Exit(code)
-
-
 @contextmanager
 def _user_errors() -> Iterator[None]:
-    """Turn expected failures into one ``error:`` line and exit status 1."""
+    """Turn an exception into its ``error:`` line and exit status (:func:`report_exception`):
+    1 for a :class:`~redline.errors.RedlineError` or :class:`OSError`, 70 for a bug."""
     try:
         yield
     except (typer.Exit, typer.Abort):
         raise
-    except _UserError as exc:
-        raise _fail(str(exc)) from None
     except Exception as exc:
         raise typer.Exit(report_exception(exc)) from None
 
@@ -57,7 +48,7 @@ def _parse_params(pairs: list[str] | None) -> dict[str, str]:
     for pair in pairs or []:
         name, sep, value = pair.partition("=")
         if not sep or not name.strip():
-            raise _UserError(f"bad parameter {pair!r}: use -p NAME=VALUE")
+            raise UsageError(f"bad parameter {pair!r}: use -p NAME=VALUE")
         params[name.strip()] = value
     return params
 
@@ -74,7 +65,7 @@ def _model_options(lve: Any, temperature: float | None, max_tokens: int | None, 
 def _single_lve(path: Path) -> Any:
     tests = find_lves(path)
     if len(tests) != 1:
-        raise _UserError(f"{path}: holds {len(tests)} LVEs; give one LVE folder or test.json")
+        raise UsageError(f"{path}: holds {len(tests)} LVEs; give one LVE folder or test.json")
     return load_lve(tests[0])
 
 
@@ -90,7 +81,7 @@ def verify(
     """
     with _user_errors():
         if not path.exists():
-            raise _UserError(f"{path}: no such file or folder")
+            raise UsageError(f"{path}: no such file or folder")
         report = run_verify(path, trust_code=trust_code)
         if as_json:
             sys.stdout.write(json.dumps(report.as_dict(), indent=2, ensure_ascii=False) + "\n")
@@ -150,7 +141,7 @@ def run(
         unknown = sorted(set(params) - set(lve.prompt_parameters))
         if unknown:
             takes = ", ".join(lve.prompt_parameters) or "no parameters"
-            raise _UserError(f"unknown parameter(s) {', '.join(unknown)}: {lve.name} takes {takes}")
+            raise UsageError(f"unknown parameter(s) {', '.join(unknown)}: {lve.name} takes {takes}")
         options = _model_options(lve, temperature, max_tokens, top_p)
         lve.checker(trust_code=trust_code, args={**options, **params})  # fail before any model call
 
@@ -187,7 +178,7 @@ def _read_param_rows(params_file: Path, lve: Any) -> list[dict[str, Any]]:
     try:
         text = params_file.read_text(encoding="utf-8")
     except OSError as exc:
-        raise _UserError(f"{params_file}: {exc.strerror or exc}") from None
+        raise UsageError(f"{params_file}: {exc.strerror or exc}") from None
     rows = []
     for number, raw in enumerate(text.splitlines(), start=1):
         if not raw.strip():
@@ -195,9 +186,9 @@ def _read_param_rows(params_file: Path, lve: Any) -> list[dict[str, Any]]:
         try:
             row = json.loads(raw)
         except json.JSONDecodeError as exc:
-            raise _UserError(f"{params_file}:{number}: bad JSON: {exc.msg}") from None
+            raise UsageError(f"{params_file}:{number}: bad JSON: {exc.msg}") from None
         if not isinstance(row, dict):
-            raise _UserError(f"{params_file}:{number}: each line must be a JSON object of prompt parameters")
+            raise UsageError(f"{params_file}:{number}: each line must be a JSON object of prompt parameters")
         unknown = sorted(set(row) - set(lve.prompt_parameters))
         missing = sorted(set(lve.prompt_parameters) - set(row))
         if unknown or missing:
@@ -206,10 +197,10 @@ def _read_param_rows(params_file: Path, lve: Any) -> list[dict[str, Any]]:
                 if unknown
                 else f"missing parameter(s) {', '.join(missing)}"
             )
-            raise _UserError(f"{params_file}:{number}: {problem}")
+            raise UsageError(f"{params_file}:{number}: {problem}")
         rows.append(row)
     if not rows:
-        raise _UserError(f"{params_file}: no parameter lines")
+        raise UsageError(f"{params_file}: no parameter lines")
     return rows
 
 

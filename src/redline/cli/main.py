@@ -18,10 +18,11 @@ import typer
 from redline.cli import common
 from redline.cli import lve as lve_cli
 from redline.cli import report as report_cli
-from redline.cli.common import UserError, err_console
+from redline.cli.common import err_console
 from redline.datasets import parse_columns
 from redline.detectors.options import parse_detector_options
 from redline.engine import ScanConfig, build_scan_config, load_config, parse_gen_opts
+from redline.errors import UsageError
 
 app = typer.Typer(
     name="redline",
@@ -157,7 +158,7 @@ def scan(
     fail_mark = _check_mark(fail_mark)
 
     if retry_errors and not resume:
-        raise UserError("--retry-errors needs --resume RUN_ID")
+        raise UsageError("--retry-errors needs --resume RUN_ID")
     config = None
     if resume is None:
         file_values = load_config(config_file) if config_file is not None else {}
@@ -196,13 +197,13 @@ def scan(
         selection = [p.strip() for p in (config.probes or "").split(",")]
         config.skip_unavailable = skip_unavailable or config.skip_unavailable or "all" in selection
         if dataset_column and dataset is None:
-            raise UserError("--dataset-column needs --dataset FILE")
+            raise UsageError("--dataset-column needs --dataset FILE")
         if dataset is not None:
             is_local = not dataset.startswith("hf:")
             config.dataset = str(Path(dataset).expanduser().resolve()) if is_local else dataset
             config.dataset_columns = parse_columns(dataset_column or [])
     elif config_file is not None:
-        raise UserError("--config starts a new run; a resumed run keeps its own configuration")
+        raise UsageError("--config starts a new run; a resumed run keeps its own configuration")
     elif concurrency is not None:
         config = ScanConfig(concurrency=concurrency)
     run_id = common.run_scan(config, store, resume=resume, retry_errors=retry_errors, quiet=as_json)
@@ -255,7 +256,7 @@ def _check_mark(mark: str | None) -> str | None:
         return None
     letter = mark.strip().upper()
     if letter not in ("A", "B", "C", "D"):
-        raise UserError(f"--fail-mark must be one of A, B, C, D, not {mark!r}")
+        raise UsageError(f"--fail-mark must be one of A, B, C, D, not {mark!r}")
     return letter
 
 

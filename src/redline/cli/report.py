@@ -18,9 +18,11 @@ from pathlib import Path
 
 import typer
 
-from redline.cli.common import UserError, open_store, out_console
+from redline.cli.common import open_store, out_console
+from redline.errors import UsageError
 from redline.report.compare import compare_runs
 from redline.report.exports import export
+from redline.report.formatting import pct
 from redline.report.html import render_compare, render_report
 
 __all__ = ["compare", "register", "report"]
@@ -39,18 +41,18 @@ class ExportFormat(str, Enum):
 
 
 def _write(path: Path, chunks: Iterable[str]) -> None:
-    """Write ``chunks`` to ``path`` atomically; one-line :class:`UserError` when it cannot."""
+    """Write ``chunks`` to ``path`` atomically; one-line :class:`~redline.errors.UsageError` when it cannot."""
     target = Path(path)
     folder = target.parent if str(target.parent) else Path(".")
     if not folder.is_dir():
         problem = "is not a folder" if folder.exists() else "does not exist"
-        raise UserError(f"cannot write {target}: {folder} {problem}")
+        raise UsageError(f"cannot write {target}: {folder} {problem}")
     if target.is_dir():
-        raise UserError(f"cannot write {target}: it is a folder")
+        raise UsageError(f"cannot write {target}: it is a folder")
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=folder)
     except OSError as exc:
-        raise UserError(f"cannot write {target}: {exc.strerror or exc}") from None
+        raise UsageError(f"cannot write {target}: {exc.strerror or exc}") from None
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
             for chunk in chunks:
@@ -60,7 +62,7 @@ def _write(path: Path, chunks: Iterable[str]) -> None:
         os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; give the file normal permissions
         os.replace(tmp, target)
     except OSError as exc:
-        raise UserError(f"cannot write {target}: {exc.strerror or exc}") from None
+        raise UsageError(f"cannot write {target}: {exc.strerror or exc}") from None
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
@@ -90,10 +92,10 @@ def report(
     hitlog, garak report.jsonl, LVE instances). Without --html or --format: Markdown on stdout."""
     if hitlog:
         if fmt is not None and fmt != ExportFormat.hitlog:
-            raise UserError(f"--hitlog conflicts with --format {fmt.value}")
+            raise UsageError(f"--hitlog conflicts with --format {fmt.value}")
         fmt = ExportFormat.hitlog
     if output is not None and fmt is None:
-        raise UserError("--output needs --format FORMAT (use --html FILE for the HTML report)")
+        raise UsageError("--output needs --format FORMAT (use --html FILE for the HTML report)")
     if html is None and fmt is None:
         fmt = ExportFormat.md
     with open_store(store, must_exist=True) as db:
@@ -140,7 +142,7 @@ def _print_comparison(result: dict) -> None:
     def rate(side: dict | None) -> str:
         if not side:
             return "-"
-        return f"{side['failure_rate'] * 100:.1f}% ({side['failed']}/{side['outputs']})"
+        return f"{pct(side['failure_rate'])} ({side['failed']}/{side['outputs']})"
 
     a, b = result["run_a"], result["run_b"]
     # model names and probe names are data: escape them so rich does not read "[x]" as markup

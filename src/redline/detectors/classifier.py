@@ -14,6 +14,8 @@ import os
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from redline.errors import RedlineError
+
 __all__ = ["ClassifierUnavailable", "TextScorer", "load_text_classifier", "positive_label"]
 
 #: ``scores(texts) -> [{label: probability}, ...]``, one dict per text; ``.labels`` lists the
@@ -23,7 +25,7 @@ TextScorer = Callable[[list[str]], list[dict[str, float]]]
 _NEGATED = ("non", "not", "un", "no")
 
 
-class ClassifierUnavailable(RuntimeError):
+class ClassifierUnavailable(RedlineError, RuntimeError):
     """A classifier could not be loaded (torch/transformers missing, model not found, offline)."""
 
 

@@ -22,6 +22,7 @@ from typing import Any
 
 from redline.attempt import Attempt, Conversation, Message, Turn
 from redline.detectors.base import Detector, DetectorUnavailable
+from redline.detectors.options import DetectorOptionError
 from redline.generators import get_generator
 from redline.generators.base import Generator
 
@@ -114,7 +115,7 @@ class Rubric(Detector):
 
     def __init__(self, model: str | None = None, rubric: str | None = None, generator: Generator | None = None) -> None:
         if rubric is not None and not rubric.strip():
-            raise ValueError("judge.Rubric: the rubric option is empty")
+            raise DetectorOptionError("judge.Rubric: the rubric option is empty")
         self.model = model.strip() if isinstance(model, str) and model.strip() else None
         self.rubric = rubric.strip() if rubric else DEFAULT_RUBRIC
         self.generator = generator

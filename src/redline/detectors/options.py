@@ -12,11 +12,12 @@ from collections.abc import Iterable
 from typing import Any
 
 from redline.detectors import detectors
+from redline.errors import UsageError
 
 __all__ = ["DetectorOptionError", "parse_detector_options"]
 
 
-class DetectorOptionError(ValueError):
+class DetectorOptionError(UsageError):
     """A ``--detector-opt`` that is not ``NAME.KEY=VALUE`` or names an unknown detector."""
 
 

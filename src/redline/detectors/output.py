@@ -296,12 +296,8 @@ def _dynamic(expr: str, code: str) -> bool:
         assignments = re.findall(rf"(?:^|[\s;]){re.escape(expr)}\s*=\s*([^\n;]+)", code, re.MULTILINE)
         if assignments and all(_PLAIN_LITERAL.match(a.strip()) for a in assignments):
             return False
-        if any("shlex.quote(" in a or "escapeshellarg(" in a for a in assignments):
-            return False
-        return True
-    if expr.startswith("[") or expr.startswith("("):  # an argument list: dynamic only via a shell
-        return False
-    return True
+        return not any("shlex.quote(" in a or "escapeshellarg(" in a for a in assignments)
+    return not expr.startswith(("[", "("))  # an argument list is dynamic only through a shell
 
 
 def shell_injection_findings(text: str) -> list[str]:
@@ -327,9 +323,8 @@ def shell_injection_findings(text: str) -> list[str]:
             (first.startswith("`") and "${" in first)
             or ("+" in first)
             or (_IDENT.match(first) and _dynamic(first, code))
-        ):
-            if "escapeshellarg(" not in first:
-                findings.append("exec")
+        ) and "escapeshellarg(" not in first:
+            findings.append("exec")
     for match in _PHP_EXEC.finditer(code):
         args = _call_args(code, match.end())
         if re.search(r"\$[A-Za-z_]", args) and "escapeshellarg(" not in args and "escapeshellcmd(" not in args:

@@ -370,7 +370,7 @@ def pip_installs(text: str) -> list[str]:
 def npm_imports(text: str) -> list[str]:
     """Package specs required/imported by JavaScript code or installed with npm/yarn/pnpm."""
     code = code_of(text)
-    specs = [m for m in _JS_REQUIRE.findall(code)]
+    specs = list(_JS_REQUIRE.findall(code))
     specs += [a or b for a, b in _JS_IMPORT.findall(code)]
     specs += [n for m in _NPM.finditer(text) for n in _install_args(m.group(1))]
     return specs

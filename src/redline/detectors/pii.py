@@ -19,6 +19,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from redline.errors import RedlineError
+
 __all__ = ["NER_ENTITIES", "PIIFinding", "PIIUnavailable", "find_pii", "pii_analyzer", "redact"]
 
 #: Entity types only a spaCy NER model finds.
@@ -26,7 +28,7 @@ NER_ENTITIES = frozenset({"PERSON", "LOCATION", "NRP", "ORGANIZATION"})
 _SPACY_MODELS = ("en_core_web_lg", "en_core_web_md", "en_core_web_sm")
 
 
-class PIIUnavailable(RuntimeError):
+class PIIUnavailable(RedlineError, RuntimeError):
     """Presidio/spaCy are not installed, or an entity type needs a NER model that is not."""
 
 
@@ -78,7 +80,8 @@ def pii_analyzer() -> _Analyzer:
         try to download a missing model)."""
 
         def load(self) -> None:
-            self.nlp = {"en": nlp}
+            # presidio leaves ``nlp`` unannotated (``self.nlp = None``), so mypy infers None.
+            self.nlp = {"en": nlp}  # type: ignore[assignment]
 
     engine = _PreloadedSpacy(models=[{"lang_code": "en", "model_name": ner_model or "blank"}])
     engine.load()

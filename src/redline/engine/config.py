@@ -52,5 +52,5 @@ class ScanConfig:
 
     @classmethod
     def from_dict(cls, value: dict) -> ScanConfig:
-        known = {f for f in cls.__dataclass_fields__}
+        known = set(cls.__dataclass_fields__)
         return cls(**{k: v for k, v in value.items() if k in known})

@@ -37,7 +37,8 @@ from pathlib import Path
 from typing import Any
 
 from redline.engine.config import ScanConfig
-from redline.generators import generators, split_spec
+from redline.errors import UsageError
+from redline.generators import generators, known_generator_options, split_spec
 
 __all__ = [
     "SCAN_KEYS",
@@ -50,7 +51,7 @@ __all__ = [
 ]
 
 
-class ConfigError(ValueError):
+class ConfigError(UsageError):
     """A configuration file or option that cannot be used (one line: where, which key, why)."""
 
 
@@ -66,19 +67,6 @@ def _int(minimum: int | None = None) -> Callable[[Any], Any]:
     return check
 
 
-def _number(minimum: float | None = None, strict: bool = False) -> Callable[[Any], Any]:
-    bound = "" if minimum is None else f" {'>' if strict else '>='} {minimum:g}"
-
-    def check(value: Any) -> Any:
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise ValueError(f"must be a number{bound}")
-        if minimum is not None and (value <= minimum if strict else value < minimum):
-            raise ValueError(f"must be a number{bound}")
-        return value
-
-    return check
-
-
 def _bool(value: Any) -> Any:
     if not isinstance(value, bool):
         raise ValueError("must be true or false")
@@ -89,19 +77,6 @@ def _str(value: Any) -> Any:
     if not isinstance(value, str) or not value.strip():
         raise ValueError("must be a non-empty string")
     return value.strip()
-
-
-def _url(value: Any) -> Any:
-    value = _str(value)
-    if not value.startswith(("http://", "https://")):
-        raise ValueError("must be a URL starting with http:// or https://")
-    return value
-
-
-def _env_name(value: Any) -> Any:
-    if not isinstance(value, str) or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", value):
-        raise ValueError("must be the name of an environment variable, e.g. OPENAI_API_KEY")
-    return value
 
 
 def _mapping(value: Any) -> Any:
@@ -127,12 +102,6 @@ def _paths(value: Any) -> Any:
     raise ValueError("must be a path or a list of paths")
 
 
-def _body(value: Any) -> Any:
-    if not isinstance(value, (str, dict, list)):
-        raise ValueError("must be JSON text or a mapping")
-    return value
-
-
 SCAN_KEYS: dict[str, Callable[[Any], Any]] = {
     "model": _str,
     "generator": _mapping,
@@ -149,42 +118,6 @@ SCAN_KEYS: dict[str, Callable[[Any], Any]] = {
 }
 _ALIASES = {"num_repetitions": "repetitions", "generator_options": "generator", "lve_paths": "lve"}
 
-GENERATOR_OPTIONS: dict[str, Callable[[Any], Any]] = {
-    "base_url": _url,
-    "url": _url,
-    "api_key_env": _env_name,
-    "api": _str,
-    "max_tokens": _int(1),
-    "temperature": _number(0),
-    "top_p": _number(0),
-    "seed": _int(),
-    "timeout": _number(0, strict=True),
-    "max_retries": _int(0),
-    "backoff_base": _number(0),
-    "backoff_cap": _number(0),
-    "max_retry_after": _number(0),
-    "concurrency": _int(1),
-    "rpm": _number(0, strict=True),
-    "tpm": _number(0, strict=True),
-    "batch_size": _int(1),
-    "batch_wait": _number(0),
-    "device": _str,
-    "headers": _mapping,
-    "extra_body": _mapping,
-    "body": _body,
-    "method": _str,
-    "response_path": _str,
-    "response_format": _str,
-    "n_ctx": _int(16),
-    "n_threads": _int(1),
-    "n_gpu_layers": _int(),
-    "gguf_file": _str,
-    "system_prompt": _str,
-    "chat_format": _str,
-}
-"""Generator options redline knows, with their checks. Other keys pass through to the generator
-(third-party families have their own), unless they look like a typo of a known one."""
-
 _GENERATOR_FLAGS = frozenset(
     {"base_url", "api_key_env", "max_tokens", "temperature", "timeout", "max_retries", "rpm", "tpm"}
 )
@@ -197,9 +130,16 @@ _ENV_REF = re.compile(r"\$\{[A-Za-z_][A-Za-z0-9_]*\}")
 def validate_generator_options(options: dict[str, Any], where: str) -> dict[str, Any]:
     """Check generator options (from ``where``: a file's ``generator:`` or ``--gen-opt``).
 
+    The options redline knows are those the built-in families declare
+    (:func:`redline.generators.known_generator_options`); each is checked by its declaration
+    (:meth:`~redline.generators.GeneratorOption.check`). Other keys pass through to the generator
+    (third-party families have their own), unless they look like a typo of a known one. Whether
+    the chosen family takes an option is checked later, by :func:`check_family_options`.
+
     Raises :class:`ConfigError` for a bad value, a likely typo of a known option, a secret
     written in the clear, or a secret-looking header that is not a ``${VAR}`` reference.
     """
+    known = known_generator_options()
     checked: dict[str, Any] = {}
     for key, value in options.items():
         name = str(key)
@@ -208,15 +148,15 @@ def validate_generator_options(options: dict[str, Any], where: str) -> dict[str,
                 f"{where}: {name}: secrets do not belong in configuration; put the key in an "
                 "environment variable and name it with api_key_env"
             )
-        check = GENERATOR_OPTIONS.get(name)
-        if check is None:
-            close = difflib.get_close_matches(name, GENERATOR_OPTIONS, n=1, cutoff=0.8)
+        spec = known.get(name)
+        if spec is None:
+            close = difflib.get_close_matches(name, list(known), n=1, cutoff=0.8)
             if close:
                 raise ConfigError(f"{where}: unknown generator option {name!r} (did you mean {close[0]!r}?)")
             checked[name] = value
             continue
         try:
-            checked[name] = check(value)
+            checked[name] = spec.check(value)
         except ValueError as exc:
             raise ConfigError(f"{where}: {name} {exc}, not {value!r}") from None
     for header, value in (checked.get("headers") or {}).items():

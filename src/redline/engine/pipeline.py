@@ -10,7 +10,7 @@ once stored, so memory stays flat however many attempts a run has (a probe may r
 iterable from ``create_attempts()`` to avoid building a list); phase 4 reads them back from the
 store as it iterates.
 
-Durability: finished attempts go through a :class:`~redline.store.sqlite.BatchWriter` — attempts
+Durability: finished attempts go through a :class:`~redline.store.BatchWriter` — attempts
 finishing together share one transaction, and an attempt is reported finished only once committed.
 
 Cache: unless ``ScanConfig.cache`` is false, the generator is wrapped in a
@@ -23,7 +23,8 @@ attempts are rebuilt deterministically and those already stored are skipped.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+import re
+from collections.abc import Callable, Iterator
 from collections.abc import Sequence as SequenceABC
 from typing import Any
 
@@ -36,10 +37,10 @@ from redline.generators import Generator, get_generator
 from redline.generators.cache import CachedGenerator
 from redline.probes import Probe, get_probe, resolve_probes
 from redline.probes import probes as _probe_registry
+from redline.probes.base import AttemptSource
 from redline.probes.lve import lve_probes
 from redline.probes.runner import AttemptRunner
-from redline.store import RUN_COMPLETE, RUN_INTERRUPTED, RUN_RUNNING, Store
-from redline.store.sqlite import BatchWriter
+from redline.store import RUN_COMPLETE, RUN_INTERRUPTED, RUN_RUNNING, BatchWriter, Store
 
 __all__ = ["ScanConfig", "ScanError", "StoredAttempts", "build_probes", "scan"]
 
@@ -52,9 +53,10 @@ class ScanError(UsageError):
     """A scan cannot start or continue (bad configuration, nothing to resume)."""
 
 
-def get_probe_class(name: str) -> type:
+def get_probe_class(name: str) -> type[Probe]:
     """The class registered for probe ``name``."""
-    return _probe_registry.load(name)
+    cls: type[Probe] = _probe_registry.load(name)
+    return cls
 
 
 def build_probes(config: ScanConfig) -> list[Probe]:
@@ -72,7 +74,13 @@ def build_probes(config: ScanConfig) -> list[Probe]:
                 options.setdefault("seed", config.seed)
             if config.num_repetitions is not None:
                 options.setdefault("num_repetitions", config.num_repetitions)
-            probes.append(get_probe(name, **options))
+            try:
+                probes.append(get_probe(name, **options))
+            except TypeError as exc:
+                unknown = re.search(r"unexpected keyword argument '(\w+)'", str(exc))
+                if unknown is None:
+                    raise
+                raise ScanError(f"probe_options for {name}: the probe has no option {unknown.group(1)!r}") from None
         if config.dataset is not None and not any(p.dataset for p in probes):
             raise ScanError(
                 f"--dataset {config.dataset}: none of the selected probes takes a dataset "
@@ -133,7 +141,7 @@ async def scan(
     """
     if resume is not None:
         run = store.get_run(resume)
-        stored = ScanConfig.from_dict(run["config"]["scan"])
+        stored = ScanConfig.from_dict(run.config["scan"])
         if config is not None and config.concurrency is not None:
             stored.concurrency = config.concurrency
         config = stored
@@ -165,13 +173,14 @@ async def scan(
         if on_run is not None:
             on_run(run_id)
 
-        status, message = RUN_INTERRUPTED, "stopped before the end"
+        status = RUN_INTERRUPTED
+        message: str | None = "stopped before the end"
         try:
             total = already = 0
-            sources: list[tuple[Probe, Iterable[Attempt], set[int]]] = []
+            sources: list[tuple[Probe, AttemptSource, set[int]]] = []
             for probe in probes:
                 attempts = probe.create_attempts()  # phase 1: a list, or a lazy sized iterable
-                count = len(attempts)  # type: ignore[arg-type]
+                count = len(attempts)
                 done = store.finished_seqs(run_id, probe.name, include_errors=not retry_errors)
                 total += count
                 already += min(len(done), count)
@@ -205,7 +214,7 @@ async def scan(
                     skip_unavailable=config.skip_unavailable,
                 )
                 await runner.start_detectors(probes)
-                skipped = [(len(a), len(d)) for p, a, d in sources if p.skip_reason]  # type: ignore[arg-type]
+                skipped = [(len(a), len(d)) for p, a, d in sources if p.skip_reason]
                 if skipped:  # keep the progress total honest
                     total -= sum(count for count, _ in skipped)
                     already -= sum(min(count, done) for count, done in skipped)
@@ -215,8 +224,8 @@ async def scan(
             sources.clear()
 
             for position, probe in enumerate(probes):  # phase 4
-                attempts = StoredAttempts(store, run_id, probe.name)
-                metrics = probe.calculate_metrics(attempts)
+                stored_attempts = StoredAttempts(store, run_id, probe.name)
+                metrics = probe.calculate_metrics(stored_attempts)
                 marks = probe.calculate_marks(metrics)
                 store.save_probe_result(
                     run_id,

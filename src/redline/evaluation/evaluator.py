@@ -42,7 +42,9 @@ class DetectorEvaluator(Evaluator):
         results = []
         for i in range(n):
             scores = [
-                scores[i] for scores in attempt.detector_results.values() if i < len(scores) and scores[i] is not None
+                score
+                for per_detector in attempt.detector_results.values()
+                if i < len(per_detector) and (score := per_detector[i]) is not None
             ]
             if not scores:
                 results.append(UNDETECTED)

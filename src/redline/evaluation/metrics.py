@@ -34,7 +34,7 @@ class Metric:
         ci = value.get("ci95")
         return cls(
             value=value.get("value"),
-            ci95=tuple(ci) if ci is not None else None,  # type: ignore[arg-type]
+            ci95=tuple(ci) if ci is not None else None,
             n=value.get("n", 0),
             undetected=value.get("undetected", 0),
             details=value.get("details") or {},

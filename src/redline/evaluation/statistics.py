@@ -6,9 +6,11 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TypeVar
 
 __all__ = ["bootstrap_ci", "wilson_interval"]
+
+_T = TypeVar("_T")
 
 
 def wilson_interval(successes: int, n: int, z: float = 1.959964) -> tuple[float, float]:
@@ -23,15 +25,16 @@ def wilson_interval(successes: int, n: int, z: float = 1.959964) -> tuple[float,
 
 
 def bootstrap_ci(
-    samples: Sequence[Any],
-    statistic: Callable[[Sequence[Any]], float | None],
+    samples: Sequence[_T],
+    statistic: Callable[[list[_T]], float | None],
     resamples: int = 1000,
     seed: int = 0,
     level: float = 0.95,
 ) -> tuple[float, float] | None:
     """Percentile bootstrap interval of ``statistic`` over ``samples`` (seeded, reproducible).
 
-    Resamples on which the statistic is undefined (``None``) are dropped; returns ``None`` when
+    ``statistic`` receives each resample as a list of ``len(samples)`` samples drawn with
+    replacement. Resamples on which the statistic is undefined (``None``) are dropped; returns ``None`` when
     there are no samples or no resample is defined.
     """
     if not samples:

@@ -6,43 +6,50 @@
 or completions endpoint), ``ollama``, ``rest`` (any JSON endpoint), ``litellm`` and ``llamacpp``
 (optional extras), ``test.echo``, ``test.blank`` and ``test.repeat``. Third parties add families
 through the ``redline.generators`` entry-point group.
+
+Each family declares its options as :class:`GeneratorOption` specs (``option_specs``);
+:func:`known_generator_options` gathers those of the built-in families.
 """
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from redline.generators.base import Generator, GeneratorError, GeneratorUnavailable
+from redline.generators.options import GeneratorOption
 from redline.plugins import PluginRegistry, UnknownPluginError
 
 __all__ = [
+    "BUILTIN_GENERATORS",
     "DEFAULT_GENERATOR",
     "Generator",
     "GeneratorError",
+    "GeneratorOption",
     "GeneratorUnavailable",
     "generators",
     "get_generator",
+    "known_generator_options",
 ]
 
 DEFAULT_GENERATOR = "smollm2"
 
-generators = PluginRegistry(
-    "generator",
-    "redline.generators",
-    {
-        "smollm2": "redline.generators.huggingface:SmolLM2Generator",
-        "hf": "redline.generators.huggingface:TransformersGenerator",
-        "openai": "redline.generators.openai:OpenAIGenerator",
-        "openai-completions": "redline.generators.openai:OpenAICompletionsGenerator",
-        "ollama": "redline.generators.ollama:OllamaGenerator",
-        "rest": "redline.generators.rest:RestGenerator",
-        "litellm": "redline.generators.litellm:LiteLLMGenerator",
-        "llamacpp": "redline.generators.llamacpp:LlamaCppGenerator",
-        "test.echo": "redline.generators.test:EchoGenerator",
-        "test.blank": "redline.generators.test:BlankGenerator",
-        "test.repeat": "redline.generators.test:RepeatGenerator",
-    },
-)
+BUILTIN_GENERATORS: dict[str, str] = {
+    "smollm2": "redline.generators.huggingface:SmolLM2Generator",
+    "hf": "redline.generators.huggingface:TransformersGenerator",
+    "openai": "redline.generators.openai:OpenAIGenerator",
+    "openai-completions": "redline.generators.openai:OpenAICompletionsGenerator",
+    "ollama": "redline.generators.ollama:OllamaGenerator",
+    "rest": "redline.generators.rest:RestGenerator",
+    "litellm": "redline.generators.litellm:LiteLLMGenerator",
+    "llamacpp": "redline.generators.llamacpp:LlamaCppGenerator",
+    "test.echo": "redline.generators.test:EchoGenerator",
+    "test.blank": "redline.generators.test:BlankGenerator",
+    "test.repeat": "redline.generators.test:RepeatGenerator",
+}
+"""The built-in families: name → ``"module:class"`` (imported when first used)."""
+
+generators = PluginRegistry("generator", "redline.generators", BUILTIN_GENERATORS)
 
 
 def split_spec(spec: str) -> tuple[str, str]:
@@ -62,3 +69,16 @@ def get_generator(spec: str, **options: Any) -> Generator:
         raise UnknownPluginError("empty model spec: use FAMILY[:MODEL], e.g. openai:gpt-4o-mini")
     cls = generators.load(family)
     return cls(model, **{k: v for k, v in options.items() if v is not None})
+
+
+@functools.cache
+def known_generator_options() -> dict[str, GeneratorOption]:
+    """Every option a built-in family declares, by name: what a scan configuration's values are
+    checked against before the family is known. Imports each built-in family's module (none of
+    them imports an optional package when imported). Where several families declare an option,
+    they declare the same kind and bounds (a test holds them to it); the first one is returned."""
+    table: dict[str, GeneratorOption] = {}
+    for name in BUILTIN_GENERATORS:
+        for spec in generators.load(name).option_specs:
+            table.setdefault(spec.name, spec)
+    return table

@@ -78,7 +78,9 @@ def request_keys(identity: str, conversation: Conversation, n: int, scope: str =
 class CachedGenerator(Generator):
     """``inner`` with its answers cached in ``backend`` (see the module docstring).
 
-    Behaves as ``inner`` (same name, settings, ``local``); ``start``/``aclose`` are passed on,
+    Behaves as ``inner`` (same name, settings, option values, ``local``); it overrides
+    :meth:`generate` itself, so each cached output is looked up on its own and only the missing
+    ones are asked of ``inner.generate``. ``start``/``aclose`` are passed on,
     and ``inner`` is started before its first request if nobody started it, so a scan answered
     wholly from the cache need not load a local model at all. ``hits`` and ``misses`` count
     outputs answered from the cache and by the model.
@@ -86,6 +88,7 @@ class CachedGenerator(Generator):
 
     def __init__(self, inner: Generator, backend: CacheBackend) -> None:
         super().__init__(inner.model, **inner.options)
+        self.option_values = getattr(inner, "option_values", {})
         self.inner = inner
         self.backend = backend
         self.hits = 0

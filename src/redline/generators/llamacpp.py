@@ -21,7 +21,7 @@ from typing import Any
 from redline.attempt import Conversation, Message
 from redline.generators.base import Generator, GeneratorError, GeneratorUnavailable
 from redline.generators.huggingface import smollm2_gguf_path
-from redline.generators.transport.options import number_option
+from redline.generators.options import SAMPLING_OPTIONS, SEED_OPTION, GeneratorOption, with_defaults
 
 __all__ = ["LlamaCppGenerator"]
 
@@ -37,29 +37,28 @@ class LlamaCppGenerator(Generator):
     family = "llamacpp"
     description = "a local GGUF file through llama.cpp (needs the optional extra: llamacpp)"
     local = True
-    accepted_options = frozenset(
-        {
-            "max_tokens",
-            "temperature",
-            "top_p",
-            "seed",
-            "n_ctx",
-            "n_threads",
-            "n_gpu_layers",
-            "chat_format",
-        }
+    #: One request gives all ``n`` outputs (sampled one after another on the worker thread).
+    supports_n = True
+    takes_other_options = False
+    option_specs = with_defaults(SAMPLING_OPTIONS, max_tokens=150, temperature=0.7, top_p=0.95) + (
+        SEED_OPTION.with_default(0),
+        GeneratorOption("n_ctx", "int", 2048, "the context length in tokens", minimum=16),
+        GeneratorOption("n_threads", "int", None, "CPU threads (default: every core)", minimum=1),
+        GeneratorOption("n_gpu_layers", "int", 0, "layers offloaded to the GPU (0: CPU only; -1: all)"),
+        GeneratorOption("chat_format", "text", help="llama-cpp-python's chat template name (default: the file's)"),
     )
 
     def __init__(self, model: str = "", **options: Any) -> None:
         super().__init__(model, **options)
-        self.max_tokens = number_option(options, "max_tokens", 150, int, 1)
-        self.temperature = number_option(options, "temperature", 0.7, float, 0)
-        self.top_p = number_option(options, "top_p", 0.95, float, 0)
-        self.seed = number_option(options, "seed", 0, int)
-        self.n_ctx = number_option(options, "n_ctx", 2048, int, 16)
-        self.n_threads = number_option(options, "n_threads", os.cpu_count() or 1, int, 1)
-        self.n_gpu_layers = number_option(options, "n_gpu_layers", 0, int)
-        self.chat_format = options.get("chat_format")
+        values = self.option_values
+        self.max_tokens: int = values["max_tokens"]
+        self.temperature: float = values["temperature"]
+        self.top_p: float = values["top_p"]
+        self.seed: int = values["seed"]
+        self.n_ctx: int = values["n_ctx"]
+        self.n_threads: int = values["n_threads"] or os.cpu_count() or 1
+        self.n_gpu_layers: int = values["n_gpu_layers"]
+        self.chat_format: str | None = values["chat_format"]
         self._llama: Any = None
         self._lock = asyncio.Lock()
 
@@ -132,8 +131,7 @@ class LlamaCppGenerator(Generator):
             outputs.append(Message(text=content.strip()) if isinstance(content, str) else None)
         return outputs
 
-    async def generate(self, conversation: Conversation, n: int = 1) -> list[Message | None]:
-        await self.start()
+    async def _generate(self, conversation: Conversation, n: int) -> list[Message | None]:
         async with self._lock:  # one sequence at a time; the event loop stays free
             return await asyncio.to_thread(self._complete, conversation.to_openai(), n)
 

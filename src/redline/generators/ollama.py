@@ -8,8 +8,6 @@ above 1 are asked for one by one, concurrently.
 
 from __future__ import annotations
 
-from typing import Any
-
 from redline.generators.openai import OpenAIGenerator
 
 __all__ = ["OLLAMA_BASE_URL", "OllamaGenerator"]
@@ -25,10 +23,7 @@ class OllamaGenerator(OpenAIGenerator):
     default_base_url = OLLAMA_BASE_URL
     default_key_env = "OLLAMA_API_KEY"
     key_required_for_default = False
-
-    def __init__(self, model: str = "", **options: Any) -> None:
-        super().__init__(model, **options)
-        self._supports_n = False
+    supports_n = False  # Ollama ignores n: every output is a request of its own
 
     def _unreachable_hint(self) -> str:
         if self.base_url == OLLAMA_BASE_URL:

@@ -36,13 +36,14 @@ every request of a generator.
 
 from __future__ import annotations
 
-import asyncio
 import json
 from typing import Any, ClassVar
 
 from redline.attempt import Conversation, Message
-from redline.generators.base import GeneratorError, GeneratorUnavailable
+from redline.generators.base import GeneratorError
+from redline.generators.options import GeneratorOption
 from redline.generators.transport.http import HTTPGenerator
+from redline.generators.transport.options import REQUEST_FIELD_OPTIONS
 from redline.generators.transport.ratelimit import estimate_tokens
 
 __all__ = ["DEFAULT_BASE_URL", "OpenAICompletionsGenerator", "OpenAIGenerator", "render_plain"]
@@ -70,19 +71,22 @@ class OpenAIGenerator(HTTPGenerator):
     key_required_for_default = True
     #: ``"chat"`` or ``"completions"``; the ``api`` option overrides it.
     default_api: ClassVar[str] = "chat"
+    #: Request fields sent as given when set (``extra_body`` is merged in as well).
     PASSTHROUGH: ClassVar[tuple[str, ...]] = ("stop", "seed", "presence_penalty", "frequency_penalty")
-    accepted_options = HTTPGenerator.accepted_options | {"api", "extra_body", *PASSTHROUGH}
+    option_specs = (
+        HTTPGenerator.option_specs
+        + (
+            GeneratorOption(
+                "api", "choice", help="chat or completions (default: the family's)", choices=("chat", "completions")
+            ),
+        )
+        + REQUEST_FIELD_OPTIONS
+    )
 
     def __init__(self, model: str = "", **options: Any) -> None:
         super().__init__(model, **options)
-        self.api = str(options.get("api") or self.default_api)
-        if self.api not in ("chat", "completions"):
-            raise GeneratorUnavailable(f"{self.family}: option api must be 'chat' or 'completions', not {self.api!r}")
-        extra = options.get("extra_body") or {}
-        if not isinstance(extra, dict):
-            raise GeneratorUnavailable(f"{self.family}: option extra_body must be a mapping")
-        self.extra_body: dict[str, Any] = dict(extra)
-        self._supports_n = True
+        self.api = str(self.option_values["api"] or self.default_api)
+        self.extra_body: dict[str, Any] = dict(self.option_values["extra_body"] or {})
 
     @property
     def endpoint(self) -> str:
@@ -127,24 +131,12 @@ class OpenAIGenerator(HTTPGenerator):
                 f"in {json.dumps(data)[:200]}"
             ) from None
 
-    async def _request(self, conversation: Conversation, n: int) -> list[Message | None]:
+    async def _generate(self, conversation: Conversation, n: int) -> list[Message | None]:
+        """One request for ``n`` outputs (the ``n`` field); a server that ignores it gives one."""
         body = self._body(conversation, n)
         chars = sum(len(m.get("content") or "") for m in body.get("messages", [])) + len(body.get("prompt", ""))
         estimate = estimate_tokens(chars, self.max_tokens, n) if self.limiter.limits_tokens else 0
         return self._parse(await self.post_json(self.endpoint, body, estimate))
-
-    async def generate(self, conversation: Conversation, n: int = 1) -> list[Message | None]:
-        await self.start()
-        outputs: list[Message | None] = []
-        if n == 1 or self._supports_n:
-            outputs = await self._request(conversation, n)
-            if n > 1 and len(outputs) < n:
-                self._supports_n = len(outputs) > 1
-        while len(outputs) < n:
-            missing = n - len(outputs)
-            batch = await asyncio.gather(*(self._request(conversation, 1) for _ in range(missing)))
-            outputs.extend(o[0] if o else None for o in batch)
-        return outputs[:n]
 
     def settings(self) -> dict:
         values = super().settings()

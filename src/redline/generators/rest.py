@@ -23,7 +23,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import re
@@ -31,6 +30,7 @@ from typing import Any
 
 from redline.attempt import Conversation, Message
 from redline.generators.base import GeneratorError, GeneratorUnavailable
+from redline.generators.options import GeneratorOption
 from redline.generators.transport.http import HTTPGenerator
 from redline.generators.transport.ratelimit import estimate_tokens
 from redline.generators.transport.secrets import ENV_REFERENCE, expand_env
@@ -130,29 +130,31 @@ class RestGenerator(HTTPGenerator):
     family = "rest"
     description = "any JSON HTTP endpoint: body template, ${ENV} headers, path to the text"
     probe_path = ""  # a GET on the URL itself: any HTTP answer proves someone is there
-    accepted_options = HTTPGenerator.accepted_options | {
-        "url",
-        "method",
-        "body",
-        "headers",
-        "response_path",
-        "response_format",
-    }
+    #: One request may give several outputs (a ``[*]`` response path), though no ``n`` is sent.
+    supports_n = True
+    option_specs = HTTPGenerator.option_specs + (
+        GeneratorOption("url", "url", help="the full URL to send requests to (or base_url)"),
+        GeneratorOption("method", "choice", "POST", "the HTTP method", choices=("POST", "PUT")),
+        GeneratorOption(
+            "body",
+            "template",
+            {"prompt": "{prompt}"},
+            "the request body: JSON text or a mapping with {prompt}, {system}, {messages}...",
+        ),
+        GeneratorOption("response_path", "text", help="where the text is in the JSON answer, e.g. choices.0.text"),
+        GeneratorOption(
+            "response_format", "choice", "json", "json, or text: the whole answer", choices=("json", "text")
+        ),
+    )
 
     def __init__(self, model: str = "", **options: Any) -> None:
         url = options.get("url") or options.get("base_url") or ""
         super().__init__(model, **{**options, "base_url": url})
         self.url = self.base_url
-        self.method = str(options.get("method") or "POST").upper()
-        if self.method not in ("POST", "PUT"):
-            raise GeneratorUnavailable(f"rest:{model}: method must be POST or PUT, not {self.method!r}")
-        self.body_template: Any = options.get("body", {"prompt": "{prompt}"})
-        if not isinstance(self.body_template, (str, dict, list)):
-            raise GeneratorUnavailable(f"rest:{model}: body must be JSON text or a mapping")
-        self.response_format = str(options.get("response_format") or "json")
-        if self.response_format not in ("json", "text"):
-            raise GeneratorUnavailable(f"rest:{model}: response_format must be json or text")
-        path = options.get("response_path")
+        self.method: str = self.option_values["method"]
+        self.body_template: Any = self.option_values["body"]
+        self.response_format: str = self.option_values["response_format"]
+        path = self.option_values["response_path"]
         self.response_path = str(path) if path else None
         self._tokens: list[Any] | None = None
         if self.response_format == "json":
@@ -206,7 +208,8 @@ class RestGenerator(HTTPGenerator):
             "temperature": self.temperature,
         }
 
-    async def _request(self, conversation: Conversation) -> list[Message | None]:
+    async def _generate(self, conversation: Conversation, n: int) -> list[Message | None]:
+        """One request (``n`` is not sent): one output per value at ``response_path``."""
         body = render_body(self.body_template, self._values(conversation))
         estimate = estimate_tokens(len(body), self.max_tokens) if self.limiter.limits_tokens else 0
         if self.response_format == "text":
@@ -232,15 +235,6 @@ class RestGenerator(HTTPGenerator):
                     f"{type(value).__name__}, not text"
                 )
         return outputs
-
-    async def generate(self, conversation: Conversation, n: int = 1) -> list[Message | None]:
-        await self.start()
-        outputs = await self._request(conversation)
-        while len(outputs) < n:
-            batch = await asyncio.gather(*(self._request(conversation) for _ in range(n - len(outputs))))
-            for found in batch:
-                outputs.extend(found[:1] if found else [None])
-        return outputs[:n]
 
     def settings(self) -> dict:
         values = super().settings()

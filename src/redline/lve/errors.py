@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+from redline.errors import RedlineError
+
 __all__ = ["CustomCodeRefused", "LVEFormatError", "where"]
 
 
-class LVEFormatError(ValueError):
+class LVEFormatError(RedlineError, ValueError):
     """A malformed LVE file. The message is one line: ``FILE[:LINE]: problem``."""
 
 
-class CustomCodeRefused(RuntimeError):
+class CustomCodeRefused(RedlineError, RuntimeError):
     """An LVE needs its own ``checker/checker.py`` to run, and ``--trust-code`` was not given."""
 
 

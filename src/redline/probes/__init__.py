@@ -70,6 +70,12 @@ probes = PluginRegistry(
 )
 
 
+def _probe_class(name: str) -> type[Probe]:
+    """The class registered as probe ``name`` (built-in or entry point: a :class:`Probe` subclass)."""
+    cls: type[Probe] = probes.load(name)
+    return cls
+
+
 def resolve_probes(selection: str | None) -> list[str]:
     """Probe names for a comma-separated selection (see module doc). Order is kept, duplicates
     dropped. Raises :class:`UnknownPluginError` naming the first unknown entry."""
@@ -81,7 +87,7 @@ def resolve_probes(selection: str | None) -> list[str]:
         if not entry:
             continue
         if entry == "all":
-            matched = [n for n in names if getattr(probes.load(n), "active", True)]
+            matched = [n for n in names if _probe_class(n).active]
         elif entry in probes:
             matched = [entry]
         else:
@@ -89,14 +95,12 @@ def resolve_probes(selection: str | None) -> list[str]:
                 n
                 for n in names
                 if n.startswith(entry + ".")
-                and getattr(probes.load(n), "active", True)
-                and (not default or getattr(probes.load(n), "default_scan", True))
+                and _probe_class(n).active
+                and (not default or _probe_class(n).default_scan)
             ]
             if not matched:
                 # a family whose probes are all inactive (``dataset``) still names them explicitly
-                matched = [
-                    n for n in names if n.startswith(entry + ".") and not getattr(probes.load(n), "active", True)
-                ]
+                matched = [n for n in names if n.startswith(entry + ".") and not _probe_class(n).active]
             if not matched:
                 families = sorted({n.split(".")[0] for n in names})
                 raise UnknownPluginError(

@@ -17,11 +17,12 @@ A garak-style probe — a list of prompts and a recommended detector — is :cla
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol
 
 from redline.attempt import ATTEMPT_NEW, Attempt, Conversation, Message, Turn
+from redline.errors import UsageError
 from redline.evaluation import (
     DetectorEvaluator,
     Evaluator,
@@ -34,7 +35,16 @@ from redline.evaluation import (
 from redline.generators.base import Generator, GeneratorError
 from redline.probes.runner import AttemptRunner
 
-__all__ = ["AuxiliaryModels", "Probe", "ProbeItem", "ProbeResult", "Prompt", "PromptProbe"]
+__all__ = ["AttemptSource", "AuxiliaryModels", "Probe", "ProbeItem", "ProbeResult", "Prompt", "PromptProbe"]
+
+
+class AttemptSource(Protocol):
+    """What :meth:`Probe.create_attempts` returns: a sized iterable of attempts (a list, or a
+    lazy view that builds each attempt as it is iterated)."""
+
+    def __len__(self) -> int: ...
+
+    def __iter__(self) -> Iterator[Attempt]: ...
 
 
 class AuxiliaryModels(Protocol):
@@ -141,7 +151,7 @@ class Probe:
         )
         self.num_repetitions = int(num_repetitions or self.default_num_repetitions)
         if self.num_repetitions < 1:
-            raise ValueError("num_repetitions must be at least 1")
+            raise UsageError("num_repetitions must be at least 1")
         self.sample = sample
         self.seed = seed
         self.detectors = list(detectors) if detectors is not None else list(self.recommended_detectors)
@@ -187,8 +197,9 @@ class Probe:
             self._items = items
         return self._items
 
-    def create_attempts(self) -> list[Attempt]:
-        """Phase 1: one attempt per prompt and repetition, numbered by ``seq``.
+    def create_attempts(self) -> AttemptSource:
+        """Phase 1: one attempt per prompt and repetition, numbered by ``seq`` (this base class
+        returns a list; overrides may return any :class:`AttemptSource`).
 
         ``seq`` is deterministic (items in order, prompts in order, repetitions innermost), so a
         resumed run rebuilds the same attempts and skips the finished ones.

@@ -164,12 +164,13 @@ class WebPage(IndirectProbe):
     name = "injection.WebPage"
     description = "indirect injection in web pages: hidden text, comments, alt text and meta tags"
     tags = IndirectProbe.tags + ("injection:web",)
-    containers = [(p, h) for p in range(len(PAGES)) for h in range(len(HIDING))]
+    #: (page index, hiding method index) pairs.
+    containers: ClassVar[Sequence[tuple[int, int]]] = [(p, h) for p in range(len(PAGES)) for h in range(len(HIDING))]
 
     def _create_probe_items(self) -> list[ProbeItem]:
         # one item per (page, hiding method): 24 items; the injection text rotates
         items = []
-        for c, (p, h) in enumerate(self.containers):  # type: ignore[misc]
+        for c, (p, h) in enumerate(self.containers):
             j = c % len(INJECTIONS)
             marker = MARKERS[c % len(MARKERS)]
             carrier = INJECTIONS[j].format(marker=marker)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
 from collections.abc import Sequence as SequenceABC
 from typing import Any, Protocol
 
@@ -146,7 +146,7 @@ class AttemptRunner:
         ``[]`` (nothing is kept: ``on_done`` has taken care of them)."""
         keep = self.keep
         results: dict[int, Attempt] = {}
-        iterator = iter(enumerate(work))
+        iterator: Iterator[tuple[int, tuple[RunnableProbe, Attempt]]] = iter(enumerate(work))
         try:
             first = next(iterator)
         except StopIteration:
@@ -168,8 +168,8 @@ class AttemptRunner:
                     group.create_task(worker())
         except BaseExceptionGroup as group_error:
             # Surface the first real cause (e.g. GeneratorUnavailable), not the group.
-            first = group_error.exceptions[0]
-            while isinstance(first, BaseExceptionGroup):
-                first = first.exceptions[0]
-            raise first from None
+            cause: BaseException = group_error.exceptions[0]
+            while isinstance(cause, BaseExceptionGroup):
+                cause = cause.exceptions[0]
+            raise cause from None
         return [results[i] for i in sorted(results)]

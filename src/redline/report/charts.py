@@ -7,7 +7,11 @@ involved, so the charts render under the report's strict Content-Security-Policy
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
+
+from redline.report.formatting import pct, pct_interval
+from redline.report.summary import MetricSummary, ProbeSummary
 
 __all__ = ["dumbbell_chart", "mark_class", "metric_chart", "rate_chart", "rate_class"]
 
@@ -50,21 +54,20 @@ def _x(value: float, lo: float, hi: float) -> float:
     return round(PLOT_X + (value - lo) / (hi - lo) * PLOT_W, 2)
 
 
-def rate_chart(probes: list[dict]) -> dict | None:
+def rate_chart(probes: Sequence[ProbeSummary]) -> dict | None:
     """Failure rate per probe as horizontal bars with 95% whiskers (``None`` when no probe has
-    a failure rate). Each entry of ``probes`` needs ``probe``, ``failure_rate`` and ``ci95``."""
-    rows = [p for p in probes if p.get("failure_rate") is not None]
+    a failure rate)."""
+    rows = [(p, p.failure_rate) for p in probes if p.failure_rate is not None]
     if not rows:
         return None
     bars = []
-    for i, p in enumerate(rows):
+    for i, (p, rate) in enumerate(rows):
         y = TOP + i * ROW_H
-        rate = float(p["failure_rate"])
-        ci = p.get("ci95") or [rate, rate]
+        ci = p.ci95 or (rate, rate)
         bars.append(
             {
-                "label": _label(p["probe"]),
-                "title": p["probe"],
+                "label": _label(p.probe),
+                "title": p.probe,
                 "y": y,
                 "mid": y + ROW_H / 2,
                 "bar_y": y + 7,
@@ -72,8 +75,8 @@ def rate_chart(probes: list[dict]) -> dict | None:
                 "bar_w": max(round(_x(rate, 0, 1) - PLOT_X, 2), 1.5),
                 "lo_x": _x(ci[0], 0, 1),
                 "hi_x": _x(ci[1], 0, 1),
-                "text": f"{rate * 100:.1f}%",
-                "ci_text": f"{ci[0] * 100:.0f}–{ci[1] * 100:.0f}%",
+                "text": pct(rate),
+                "ci_text": pct_interval(ci, digits=0),
                 "cls": rate_class(rate),
             }
         )
@@ -100,26 +103,25 @@ def _domain(values: list[float]) -> tuple[float, float]:
     return (lo, hi)
 
 
-def metric_chart(probes: list[dict]) -> dict | None:
+def metric_chart(probes: Sequence[ProbeSummary]) -> dict | None:
     """Bias metrics as dots with 95% whiskers and their mark (``None`` when no probe has
-    metrics). Each entry of ``probes`` may have ``metrics`` ``{name: {value, ci95}}`` and
-    ``marks`` ``{name: mark}``."""
-    items = []
+    metrics)."""
+    items: list[tuple[str, str, MetricSummary, str | None]] = []
     for p in probes:
-        for name, metric in (p.get("metrics") or {}).items():
-            items.append((p["probe"], name, metric, (p.get("marks") or {}).get(name)))
+        for name, metric in p.metrics.items():
+            items.append((p.probe, name, metric, p.marks.get(name)))
     if not items:
         return None
     values: list[float] = []
     for _, _, metric, _ in items:
-        if metric.get("value") is not None:
-            values.append(float(metric["value"]))
-        values.extend(float(v) for v in (metric.get("ci95") or []))
+        if metric.value is not None:
+            values.append(float(metric.value))
+        values.extend(float(v) for v in (metric.ci95 or ()))
     lo, hi = _domain(values)
     rows = []
     for i, (probe, name, metric, mark) in enumerate(items):
         y = TOP + i * ROW_H
-        value = metric.get("value")
+        value = metric.value
         row: dict[str, Any] = {
             "label": _label(f"{probe.split('.', 1)[-1]} · {name}", 31),
             "title": f"{probe} · {name}",
@@ -130,7 +132,7 @@ def metric_chart(probes: list[dict]) -> dict | None:
             "mark_cls": mark_class(mark),
         }
         if value is not None:
-            ci = metric.get("ci95") or [value, value]
+            ci = metric.ci95 or (value, value)
             row.update(
                 x=_x(float(value), lo, hi),
                 lo_x=_x(float(ci[0]), lo, hi),

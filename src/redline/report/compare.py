@@ -22,11 +22,12 @@ bias probes (no failure rate, only metrics) ``"metrics only"`` — their metrics
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import Any
 
 from redline.evaluation import wilson_interval
 from redline.report.rows import family_of
-from redline.report.summary import run_summary
+from redline.report.summary import MetricSummary, ProbeSummary, RunSummary, build_summary
 from redline.store import Store
 
 __all__ = ["ALPHA", "compare_runs", "compare_summaries", "newcombe_interval", "two_proportion_test"]
@@ -62,14 +63,20 @@ def two_proportion_test(x1: int, n1: int, x2: int, n2: int) -> float:
     return math.erfc(abs(z) / math.sqrt(2))
 
 
-def _rate_side(entry: dict | None) -> dict | None:
-    if entry is None or entry.get("failure_rate") is None:
+def _interval(ci: tuple[float, float] | None) -> list[float] | None:
+    return None if ci is None else list(ci)
+
+
+def _rate_side(probe: ProbeSummary | None) -> dict | None:
+    """One side of a probe's row: its judged outputs, failures, rate and interval, as the summary
+    has them (``None`` when the probe is absent or has no failure rate)."""
+    if probe is None or probe.failure_rate is None:
         return None
     return {
-        "outputs": entry.get("outputs", 0),
-        "failed": entry.get("failed", 0),
-        "failure_rate": entry["failure_rate"],
-        "ci95": entry.get("ci95"),
+        "outputs": probe.outputs,
+        "failed": probe.failed,
+        "failure_rate": probe.failure_rate,
+        "ci95": _interval(probe.ci95),
     }
 
 
@@ -91,23 +98,25 @@ def _compare_rates(a: dict | None, b: dict | None) -> dict:
     return out
 
 
-def _compare_metric(name: str, a: dict | None, b: dict | None, mark_a: str | None, mark_b: str | None) -> dict:
+def _compare_metric(
+    name: str, a: MetricSummary | None, b: MetricSummary | None, mark_a: str | None, mark_b: str | None
+) -> dict:
     entry: dict[str, Any] = {
         "metric": name,
-        "a": None if a is None else {"value": a.get("value"), "ci95": a.get("ci95"), "mark": mark_a},
-        "b": None if b is None else {"value": b.get("value"), "ci95": b.get("ci95"), "mark": mark_b},
+        "a": None if a is None else {"value": a.value, "ci95": _interval(a.ci95), "mark": mark_a},
+        "b": None if b is None else {"value": b.value, "ci95": _interval(b.ci95), "mark": mark_b},
         "difference": None,
         "significant": False,
         "mark_changed": mark_a != mark_b and a is not None and b is not None,
     }
-    if a is None or b is None or a.get("value") is None or b.get("value") is None:
+    if a is None or b is None or a.value is None or b.value is None:
         entry["change"] = (
             "not measured" if a is not None and b is not None else ("only in A" if b is None else "only in B")
         )
         return entry
-    va, vb = a["value"], b["value"]
+    va, vb = a.value, b.value
     entry["difference"] = round(vb - va, 6)
-    ca, cb = a.get("ci95"), b.get("ci95")
+    ca, cb = a.ci95, b.ci95
     if ca and cb:
         entry["significant"] = ca[1] < cb[0] or cb[1] < ca[0]
     if not entry["significant"]:
@@ -121,14 +130,23 @@ def _compare_metric(name: str, a: dict | None, b: dict | None, mark_a: str | Non
     return entry
 
 
-def _run_info(summary: dict) -> dict:
-    return {k: summary.get(k) for k in ("run_id", "model", "status", "created", "generations")}
+def _run_info(summary: RunSummary) -> dict:
+    return {
+        "run_id": summary.run_id,
+        "model": summary.model,
+        "status": summary.status,
+        "created": summary.created,
+        "generations": summary.generations,
+    }
 
 
-def compare_summaries(a: dict, b: dict) -> dict:
-    """The comparison of two run summaries (:func:`run_summary` dicts); see :func:`compare_runs`."""
-    probes_a = {p["probe"]: p for p in a["probes"]}
-    probes_b = {p["probe"]: p for p in b["probes"]}
+def compare_summaries(a: RunSummary | Mapping[str, Any], b: RunSummary | Mapping[str, Any]) -> dict:
+    """The comparison of two run summaries (:class:`RunSummary`, or its JSON as
+    :func:`~redline.report.summary.run_summary` gives it); see :func:`compare_runs`."""
+    run_a = a if isinstance(a, RunSummary) else RunSummary.from_dict(a)
+    run_b = b if isinstance(b, RunSummary) else RunSummary.from_dict(b)
+    probes_a = {p.probe: p for p in run_a.probes}
+    probes_b = {p.probe: p for p in run_b.probes}
     names = list(probes_a) + [n for n in probes_b if n not in probes_a]
     rows = []
     for name in names:
@@ -139,7 +157,8 @@ def compare_summaries(a: dict, b: dict) -> dict:
             row["change"] = "only in A" if pb is None else "only in B"
         else:
             row.update(_compare_rates(row["a"], row["b"]))
-        ma, mb = (pa or {}).get("metrics") or {}, (pb or {}).get("metrics") or {}
+        ma = pa.metrics if pa is not None else {}
+        mb = pb.metrics if pb is not None else {}
         if row["a"] is None and row["b"] is None and (ma or mb) and pa is not None and pb is not None:
             row["change"] = "metrics only"  # a bias probe: compared metric by metric below
         metrics = []
@@ -149,16 +168,16 @@ def compare_summaries(a: dict, b: dict) -> dict:
                     metric,
                     ma.get(metric),
                     mb.get(metric),
-                    ((pa or {}).get("marks") or {}).get(metric),
-                    ((pb or {}).get("marks") or {}).get(metric),
+                    pa.marks.get(metric) if pa is not None else None,
+                    pb.marks.get(metric) if pb is not None else None,
                 )
             )
         row["metrics"] = metrics
         rows.append(row)
     changes = [r["change"] for r in rows] + [m["change"] for r in rows for m in r["metrics"]]
     return {
-        "run_a": _run_info(a),
-        "run_b": _run_info(b),
+        "run_a": _run_info(run_a),
+        "run_b": _run_info(run_b),
         "alpha": ALPHA,
         "methods": {
             "failure_rate": "pooled two-proportion z-test (p < 0.05); Newcombe hybrid score interval for B - A",
@@ -183,6 +202,6 @@ def compare_runs(store_a: Store, run_a: str, store_b: Store | None = None, run_b
     """
     if run_b is None:
         raise ValueError("compare_runs needs two runs")
-    summary_a = run_summary(store_a, run_a)
-    summary_b = run_summary(store_b or store_a, run_b)
+    summary_a = build_summary(store_a, run_a)
+    summary_b = build_summary(store_b or store_a, run_b)
     return compare_summaries(summary_a, summary_b)

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from redline.errors import RedlineError
+
 __all__ = ["ReportError"]
 
 
-class ReportError(RuntimeError):
+class ReportError(RedlineError, RuntimeError):
     """A report or export cannot be produced (one-line message naming the run or file)."""

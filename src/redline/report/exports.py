@@ -26,11 +26,12 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from redline import __version__
-from redline.evaluation import wilson_interval
+from redline.evaluation import PASS
 from redline.report.errors import ReportError
+from redline.report.formatting import pct, pct_interval
 from redline.report.garak import export_garak
 from redline.report.rows import HIT, OutputRow, attempt_rows, detector_names, iter_output_rows
-from redline.report.summary import run_summary
+from redline.report.summary import build_summary
 from redline.store import Store
 
 __all__ = [
@@ -65,7 +66,7 @@ def csv_safe(value: Any) -> Any:
 
 def export_json(store: Store, run_id: str) -> Iterator[str]:
     """The run summary JSON, as ``redline show --json`` prints it."""
-    yield json.dumps(run_summary(store, run_id), indent=2) + "\n"
+    yield json.dumps(build_summary(store, run_id).as_dict(), indent=2) + "\n"
 
 
 def export_jsonl(store: Store, run_id: str) -> Iterator[str]:
@@ -126,7 +127,7 @@ def _hit_record(row: OutputRow, model: str) -> dict:
 def export_hitlog(store: Store, run_id: str) -> Iterator[str]:
     """One JSON line per failed output: run, model, probe, seq, generation, uuid, prompt,
     output, detector scores, evaluation, goal and targets."""
-    model = store.get_run(run_id)["model"]
+    model = store.get_run(run_id).model
     for row in iter_output_rows(store, run_id):
         if row.is_hit:
             yield json.dumps(_hit_record(row, model), ensure_ascii=False) + "\n"
@@ -156,34 +157,25 @@ def md_code_block(text: str, limit: int | None = None) -> str:
     return f"{fence}text\n{body}\n{fence}"
 
 
-def _pct(value: float | None) -> str:
-    return "–" if value is None else f"{value * 100:.1f}%"
-
-
-def _ci(ci: list[float] | None) -> str:
-    return "–" if not ci else f"{ci[0] * 100:.1f}–{ci[1] * 100:.1f}%"
-
-
 def export_markdown(store: Store, run_id: str, top_hits: int = 5, limit: int = 400) -> Iterator[str]:
     """A Markdown summary: a probe table (failure rates, intervals, bias metrics and marks) and
     the first ``top_hits`` hits with prompt and output truncated to ``limit`` characters."""
-    summary = run_summary(store, run_id)
-    probes = summary["probes"]
-    judged = sum(p.get("outputs") or 0 for p in probes if p.get("failure_rate") is not None)
-    failed = sum(p.get("failed") or 0 for p in probes if p.get("failure_rate") is not None)
-    errored = sum(p.get("errored") or 0 for p in probes)
+    summary = build_summary(store, run_id)
+    probes = summary.probes
+    pooled = summary.pooled()
+    errored = sum(p.errored for p in probes)
     lines = [
-        f"## redline report: {md_inline(summary['model'])}",
+        f"## redline report: {md_inline(summary.model)}",
         "",
-        f"Run {md_inline(summary['run_id'])} · status {md_inline(summary['status'])} · "
-        f"{len(probes)} probes · {sum(p['attempts'] for p in probes)} attempts"
+        f"Run {md_inline(summary.run_id)} · status {md_inline(summary.status)} · "
+        f"{len(probes)} probes · {sum(p.attempts for p in probes)} attempts"
         + (f" · {errored} errored" if errored else ""),
         "",
     ]
-    if judged:
-        lo, hi = wilson_interval(failed, judged)
+    if pooled.outputs:
         lines += [
-            f"**{failed} of {judged} judged outputs failed ({_pct(failed / judged)}, 95% CI {_ci([lo, hi])}).**",
+            f"**{pooled.failed} of {pooled.outputs} judged outputs failed ({pct(pooled.rate)}, "
+            f"95% CI {pct_interval(pooled.ci95)}).**",
             "",
         ]
     lines += [
@@ -192,38 +184,37 @@ def export_markdown(store: Store, run_id: str, top_hits: int = 5, limit: int = 4
     ]
     for p in probes:
         extra = []
-        for name, metric in (p.get("metrics") or {}).items():
-            value, ci = metric.get("value"), metric.get("ci95")
-            mark = (p.get("marks") or {}).get(name)
+        for name, metric in p.metrics.items():
+            value, ci = metric.value, metric.ci95
+            mark = p.marks.get(name)
             shown = "not measured" if value is None else f"{value:+.2f}"
             why = []
             if value is not None:
                 if ci:
                     why.append(f"95% CI {ci[0]:+.2f} to {ci[1]:+.2f}")
-                why.append(f"n={metric.get('n', 0)}")
+                why.append(f"n={metric.n}")
                 if not mark:
                     why.append("no mark: too few judged outputs")
-            if metric.get("undetected"):
-                why.append(f"{metric['undetected']} undetected")
+            if metric.undetected:
+                why.append(f"{metric.undetected} undetected")
             shown += f" ({', '.join(why)})" if why else ""
             extra.append(md_inline(f"{name} {shown}") + (f" **{md_inline(mark)}**" if mark else ""))
-        if p.get("undetected") and not p.get("metrics"):
-            u = p["undetected"]
+        if p.undetected and not p.metrics:
+            u = p.undetected
             extra.append(
                 md_inline(
                     f"{u} output{'s' if u != 1 else ''} undetected (no verdict"
-                    + (", left out of the rate)" if p.get("failure_rate") is not None else ")")
+                    + (", left out of the rate)" if p.is_rated else ")")
                 )
             )
-        if p.get("not_measured"):
-            extra.append(md_inline(f"not measured: {p['not_measured']}"))
-        if not p.get("complete", True) and p.get("failure_rate") is None and p.get("outputs"):
+        if p.not_measured:
+            extra.append(md_inline(f"not measured: {p.not_measured}"))
+        if not p.complete and not p.is_rated and p.outputs:
             extra.append("not finished: no failure rate or metrics yet")
-        rate = p.get("failure_rate")
-        name = md_inline(p["probe"]) + ("" if p.get("complete", True) else " (incomplete)")
+        name = md_inline(p.probe) + ("" if p.complete else " (incomplete)")
         lines.append(
-            f"| {name} | {p['attempts']} | {p['failed'] if rate is not None else '–'} | "
-            f"{_pct(rate)} | {_ci(p.get('ci95'))} | {p.get('errored', 0)} | {'<br>'.join(extra)} |"
+            f"| {name} | {p.attempts} | {p.failed if p.is_rated else '–'} | "
+            f"{pct(p.failure_rate)} | {pct_interval(p.ci95)} | {p.errored} | {'<br>'.join(extra)} |"
         )
     hits = []
     for attempt in store.iter_attempts(run_id):
@@ -232,7 +223,7 @@ def export_markdown(store: Store, run_id: str, top_hits: int = 5, limit: int = 4
                 hits.append(row)
         if len(hits) >= top_hits:
             break
-    total_hits = failed
+    total_hits = pooled.failed
     if hits and top_hits > 0:
         lines += ["", f"### First {min(top_hits, len(hits))} of {total_hits} hits", ""]
         for row in hits[:top_hits]:
@@ -268,7 +259,7 @@ def export_lve(store: Store, run_id: str, author: str = "") -> Iterator[str]:
     outputs that were neither checked nor judged pass/fail are left out. Raises
     :class:`ReportError` when the run has no LVE attempts."""
     run = store.get_run(run_id)
-    stamp = time.strftime("%a %b %d %H:%M:%S %Y", time.localtime(run["created"]))
+    stamp = time.strftime("%a %b %d %H:%M:%S %Y", time.localtime(run.created))
     found = False
     for attempt in store.iter_attempts(run_id):
         info = attempt.notes.get("lve")
@@ -284,8 +275,8 @@ def export_lve(store: Store, run_id: str, author: str = "") -> Iterator[str]:
         for i, message in enumerate(attempt.outputs):
             if isinstance(verdicts, list) and i < len(verdicts) and isinstance(verdicts[i], bool):
                 passed = verdicts[i]
-            elif i < len(evaluation) and evaluation[i] in ("pass", HIT):
-                passed = evaluation[i] == "pass"
+            elif i < len(evaluation) and evaluation[i] in (PASS, HIT):
+                passed = evaluation[i] == PASS
             else:
                 continue
             response = responses[i] if isinstance(responses, list) and i < len(responses) else message.text
@@ -295,7 +286,7 @@ def export_lve(store: Store, run_id: str, author: str = "") -> Iterator[str]:
                 "response": response,
                 "run_info": {
                     "redline": __version__,
-                    "model": run["model"],
+                    "model": run.model,
                     "run_id": run_id,
                     "probe": attempt.probe_classname,
                     "seq": attempt.seq,

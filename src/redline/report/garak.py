@@ -56,13 +56,13 @@ def _line(entry: dict) -> str:
 def export_garak(store: Store, run_id: str) -> Iterator[str]:
     """The run as garak ``report.jsonl`` lines (see the module doc). Raises ``RunNotFound``."""
     run = store.get_run(run_id)
-    config = run["config"]
-    scan = config.get("scan", {})
-    names = list(config.get("probe_names") or [])
-    model = run["model"]
+    config = run.config
+    scan = run.scan
+    names = run.probe_names
+    model = run.model
     family, _, model_name = model.partition(":")
     run_uuid = garak_run_uuid(run_id)
-    start = _iso(run["created"])
+    start = _iso(run.created)
     yield _line(
         {
             "entry_type": "start_run setup",
@@ -70,7 +70,7 @@ def export_garak(store: Store, run_id: str) -> Iterator[str]:
             "transient.run_id": run_uuid,
             "transient.starttime_iso": start,
             "run.seed": scan.get("seed"),
-            "run.generations": scan.get("generations", 1),
+            "run.generations": run.generations,
             "run.eval_threshold": THRESHOLD,
             "plugins.probe_spec": ",".join(names),
             "plugins.detector_spec": "auto",
@@ -81,7 +81,7 @@ def export_garak(store: Store, run_id: str) -> Iterator[str]:
             "reporting.report_prefix": f"redline.{run_id}",
             "redline.run_id": run_id,
             "redline.model": model,
-            "redline.status": run["status"],
+            "redline.status": run.status,
             "redline.generator": config.get("generator", {}),
         }
     )
@@ -128,7 +128,9 @@ def export_garak(store: Store, run_id: str) -> Iterator[str]:
                 "total": evaluated,
             }
             if evaluated:
+                # per detector, from its scores: not a figure of the run summary, which is per
+                # probe and counts the evaluator's judgments
                 lo, hi = wilson_interval(fails, evaluated)
                 entry.update(confidence_method="wilson", confidence=0.95, confidence_lower=lo, confidence_upper=hi)
             yield _line(entry)
-    yield _line({"entry_type": "completion", "end_time": _iso(run["updated"]), "run": run_uuid})
+    yield _line({"entry_type": "completion", "end_time": _iso(run.updated), "run": run_uuid})

@@ -24,11 +24,12 @@ from typing import Any
 
 from redline import __version__
 from redline.attempt import Attempt
-from redline.evaluation import wilson_interval
+from redline.evaluation import MARKS, PASS, UNDETECTED, Judgment
 from redline.report import charts
+from redline.report.formatting import pct, pct_interval
 from redline.report.rows import HIT, family_of
-from redline.report.summary import run_summary
-from redline.store import Store
+from redline.report.summary import PooledRate, ProbeSummary, RunSummary, build_summary
+from redline.store import ProbeResultRecord, RunRecord, Store
 
 __all__ = ["csp_policy", "environment", "new_nonce", "render_compare", "render_report", "report_context"]
 
@@ -60,20 +61,13 @@ def environment() -> Any:
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    env.filters["pct"] = _pct
-    env.filters["ci"] = _ci
+    env.filters["pct"] = pct
+    env.filters["ci"] = pct_interval
     env.filters["when"] = _when
     env.globals["rate_class"] = charts.rate_class
     env.globals["mark_class"] = charts.mark_class
+    env.globals["judgments"] = tuple(j.value for j in Judgment)
     return env
-
-
-def _pct(value: float | None, digits: int = 1) -> str:
-    return "–" if value is None else f"{value * 100:.{digits}f}%"
-
-
-def _ci(ci: list[float] | tuple[float, float] | None) -> str:
-    return "–" if not ci else f"{ci[0] * 100:.1f}–{ci[1] * 100:.1f}%"
 
 
 def _when(timestamp: float | None) -> str:
@@ -92,58 +86,67 @@ def _flatten(prefix: str, value: Any, out: list[tuple[str, str]]) -> None:
         out.append((prefix, value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)))
 
 
-def _settings(run: dict) -> list[tuple[str, str]]:
-    config = run["config"]
-    rows: list[tuple[str, str]] = [("model", run["model"]), ("status", run["status"])]
-    if run.get("message"):
-        rows.append(("status message", run["message"]))
-    rows += [("started", _when(run["created"])), ("last update", _when(run["updated"]))]
-    _flatten("scan", {k: v for k, v in config.get("scan", {}).items() if k != "model"}, rows)
-    _flatten("generator", config.get("generator", {}), rows)
+def _settings(run: RunRecord) -> list[tuple[str, str]]:
+    rows: list[tuple[str, str]] = [("model", run.model), ("status", run.status)]
+    if run.message:
+        rows.append(("status message", run.message))
+    rows += [("started", _when(run.created)), ("last update", _when(run.updated))]
+    _flatten("scan", {k: v for k, v in run.scan.items() if k != "model"}, rows)
+    _flatten("generator", run.config.get("generator", {}), rows)
     return rows
 
 
-def _probe_rows(summary: dict, results: dict[str, dict]) -> list[dict]:
+def _probe_rows(summary: RunSummary, results: dict[str, ProbeResultRecord]) -> list[dict]:
+    """One row per probe for the template: the probe's summary fields (``summary`` holds the
+    :class:`ProbeSummary` itself), its family, goal, tags and detectors, and one entry per metric
+    with its mark and the mark's meaning."""
     rows = []
-    for p in summary["probes"]:
-        result = results.get(p["probe"], {})
-        meanings = {k: (v or {}).get("meaning", "") for k, v in (result.get("marks") or {}).items()}
-        metrics = []
-        for name, metric in (p.get("metrics") or {}).items():
-            mark = (p.get("marks") or {}).get(name)
-            metrics.append(
-                {
-                    "name": name,
-                    "value": metric.get("value"),
-                    "ci95": metric.get("ci95"),
-                    "n": metric.get("n", 0),
-                    "undetected": metric.get("undetected", 0),
-                    "mark": mark,
-                    "meaning": meanings.get(name, ""),
-                }
-            )
+    for p in summary.probes:
+        result = results.get(p.probe)
+        meanings = {k: (v or {}).get("meaning", "") for k, v in result.marks.items()} if result else {}
+        metrics = [
+            {
+                "name": name,
+                "value": metric.value,
+                "ci95": metric.ci95,
+                "n": metric.n,
+                "undetected": metric.undetected,
+                "mark": p.marks.get(name),
+                "meaning": meanings.get(name, ""),
+            }
+            for name, metric in p.metrics.items()
+        ]
         rows.append(
-            dict(
-                p,
-                not_measured=p.get("not_measured"),
-                undetected=p.get("undetected", 0),
-                complete=p.get("complete", True),
-                ci95=p.get("ci95"),
-                failure_rate=p.get("failure_rate"),
-                family=family_of(p["probe"]),
-                goal=result.get("goal") or "",
-                tags=list(result.get("tags") or []),
-                detectors=list(result.get("detectors") or []),
-                metric_rows=metrics,
-                is_bias=p.get("failure_rate") is None and bool(p.get("metrics")),
-            )
+            {
+                "summary": p,
+                "probe": p.probe,
+                "attempts": p.attempts,
+                "failed": p.failed,
+                "errored": p.errored,
+                "outputs": p.outputs,
+                "undetected": p.undetected,
+                "failure_rate": p.failure_rate,
+                "ci95": p.ci95,
+                "not_measured": p.not_measured,
+                "complete": p.complete,
+                "family": family_of(p.probe),
+                "goal": result.goal if result else "",
+                "tags": result.tags if result else [],
+                "detectors": result.detectors if result else [],
+                "metric_rows": metrics,
+                "is_bias": p.is_metrics_only,
+            }
         )
     return rows
 
 
 def _worst_mark(marks: list[str | None]) -> str | None:
-    present = [m for m in marks if m in ("A", "B", "C", "D")]
+    present = [m for m in marks if m in MARKS]
     return max(present) if present else None
+
+
+def _members(probes: list[dict]) -> list[ProbeSummary]:
+    return [p["summary"] for p in probes]
 
 
 def _families(probes: list[dict]) -> list[dict]:
@@ -156,20 +159,18 @@ def _families(probes: list[dict]) -> list[dict]:
     out = []
     for name in order:
         members = groups[name]
-        rated = [p for p in members if p.get("failure_rate") is not None]
-        n = sum(p.get("outputs") or 0 for p in rated)
-        failed = sum(p.get("failed") or 0 for p in rated)
+        pooled = PooledRate.of(_members(members))
         marks = [m["mark"] for p in members for m in p["metric_rows"]]
         out.append(
             {
                 "name": name,
                 "probes": len(members),
-                "attempts": sum(p["attempts"] for p in members),
-                "errored": sum(p.get("errored", 0) for p in members),
-                "outputs": n,
-                "failed": failed,
-                "rate": failed / n if n else None,
-                "ci95": wilson_interval(failed, n) if n else None,
+                "attempts": sum(p.attempts for p in _members(members)),
+                "errored": sum(p.errored for p in _members(members)),
+                "outputs": pooled.outputs,
+                "failed": pooled.failed,
+                "rate": pooled.rate,
+                "ci95": pooled.ci95,
                 "worst_mark": _worst_mark(marks),
                 "metrics": sum(1 for p in members for m in p["metric_rows"]),
                 "not_measured": sum(1 for p in members for m in p["metric_rows"] if m["value"] is None),
@@ -178,26 +179,23 @@ def _families(probes: list[dict]) -> list[dict]:
     return out
 
 
-def _cards(probes: list[dict], families: list[dict], hits: int, hit_attempts: int) -> list[dict]:
-    rated = [p for p in probes if p.get("failure_rate") is not None]
-    n = sum(p.get("outputs") or 0 for p in rated)
-    failed = sum(p.get("failed") or 0 for p in rated)
-    attempts = sum(p["attempts"] for p in probes)
-    errored = sum(p.get("errored", 0) for p in probes)
-    with_findings = sum(1 for p in rated if p.get("failed"))
-    incomplete = sum(1 for p in probes if not p.get("complete", True))
+def _cards(summary: RunSummary, probes: list[dict], families: list[dict], hits: int, hit_attempts: int) -> list[dict]:
+    pooled = summary.pooled()
+    attempts = sum(p.attempts for p in summary.probes)
+    errored = sum(p.errored for p in summary.probes)
+    with_findings = sum(1 for p in summary.probes if p.is_rated and p.failed)
+    incomplete = sum(1 for p in summary.probes if not p.complete)
     marks = [m["mark"] for p in probes for m in p["metric_rows"]]
     not_measured = sum(1 for p in probes for m in p["metric_rows"] if m["value"] is None)
-    not_measured += sum(1 for p in probes if p.get("not_measured"))
-    rate = failed / n if n else None
+    not_measured += sum(1 for p in summary.probes if p.not_measured)
     cards = [
         {
             "label": "Failure rate",
-            "value": _pct(rate),
-            "sub": f"{failed} of {n} judged outputs · 95% CI {_ci(wilson_interval(failed, n))}"
-            if n
+            "value": pct(pooled.rate),
+            "sub": f"{pooled.failed} of {pooled.outputs} judged outputs · 95% CI {pct_interval(pooled.ci95)}"
+            if pooled.outputs
             else "no judged outputs",
-            "cls": charts.rate_class(rate),
+            "cls": charts.rate_class(pooled.rate),
         },
         {
             "label": "Probes",
@@ -219,7 +217,7 @@ def _cards(probes: list[dict], families: list[dict], hits: int, hit_attempts: in
             "cls": "neutral",
         },
     ]
-    counted = {m: marks.count(m) for m in ("A", "B", "C", "D") if marks.count(m)}
+    counted = {m: marks.count(m) for m in MARKS if marks.count(m)}
     worst = _worst_mark(marks)
     cards.append(
         {
@@ -293,7 +291,7 @@ def report_context(store: Store, run_id: str, hits_only: bool = False) -> dict:
     """Everything the report template shows, as plain data. ``hits_only`` keeps only attempts
     with a hit or an error in the drill-down (the summary always covers the whole run)."""
     run = store.get_run(run_id)
-    summary = run_summary(store, run_id)
+    summary = build_summary(store, run_id)
     results = store.probe_results(run_id)
     probes = _probe_rows(summary, results)
     families = _families(probes)
@@ -311,17 +309,17 @@ def report_context(store: Store, run_id: str, hits_only: bool = False) -> dict:
         detectors.update(view["detectors"].split())
         outcomes.update(view["outcomes"].split())
         attempts.append(view)
-    outcome_order = [HIT, "pass", "undetected", "error"]
+    outcome_order = [HIT.value, PASS.value, UNDETECTED.value, "error"]
     return {
-        "title": f"redline report · {run['model']} · {run_id}",
+        "title": f"redline report · {run.model} · {run_id}",
         "run": run,
         "summary": summary,
         "settings": _settings(run),
-        "cards": _cards(probes, families, hits, hit_attempts),
+        "cards": _cards(summary, probes, families, hits, hit_attempts),
         "families": families,
         "probes": probes,
-        "rate_chart": charts.rate_chart(summary["probes"]),
-        "metric_chart": charts.metric_chart(summary["probes"]),
+        "rate_chart": charts.rate_chart(summary.probes),
+        "metric_chart": charts.metric_chart(summary.probes),
         "attempts": attempts,
         "attempts_total": total,
         "hits_only": hits_only,
@@ -331,7 +329,7 @@ def report_context(store: Store, run_id: str, hits_only: bool = False) -> dict:
             "detectors": sorted(detectors),
             "outcomes": [o for o in outcome_order if o in outcomes] + sorted(outcomes - set(outcome_order)),
         },
-        "default_outcome": HIT if hits else "",
+        "default_outcome": HIT.value if hits else "",
         "first_open": next((a["uuid"] for a in attempts if a["hit"]), attempts[0]["uuid"] if attempts else None),
         "version": __version__,
         "generated": _when(_dt.datetime.now().timestamp()),

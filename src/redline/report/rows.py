@@ -7,7 +7,7 @@ through here, so they agree on what "the prompt", "an output" and "a hit" are:
   as ``role: text`` lines when there is a system turn or more than one turn);
 * the outputs are the latest layer of responses (``attempt.outputs``), the one the evaluation
   judged — one per generation;
-* a hit is an output whose evaluation is ``"fail"`` (the probe succeeded).
+* a hit is an output judged :data:`~redline.evaluation.FAIL` (the probe succeeded).
 
 An errored attempt (no outputs) gives a single row with ``generation=None`` and its ``error``,
 so errors are never silently dropped from a flat export.
@@ -20,12 +20,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from redline.attempt import Attempt
+from redline.evaluation import FAIL
 from redline.store import Store
 
 __all__ = ["HIT", "OutputRow", "attempt_rows", "detector_names", "family_of", "iter_output_rows", "prompt_text"]
 
-HIT = "fail"
-"""The evaluation of an output on which the probe succeeded."""
+HIT = FAIL
+"""The judgment of an output on which the probe succeeded (a ``str`` enum equal to ``"fail"``)."""
 
 
 def family_of(probe: str) -> str:
@@ -73,34 +74,34 @@ def attempt_rows(attempt: Attempt, run_id: str) -> list[OutputRow]:
     """The rows of one attempt, one per output of its latest layer."""
     evaluation: list[Any] = list(attempt.notes.get("evaluation") or [])
     error = attempt.notes.get("error")
-    common = dict(
-        run_id=run_id,
-        probe=attempt.probe_classname or "",
-        seq=attempt.seq,
-        uuid=attempt.uuid,
-        prompt=prompt_text(attempt),
-        error=str(error) if error else None,
-        goal=attempt.goal,
-        targets=list(attempt.targets),
-    )
+    prompt = prompt_text(attempt)
+
+    def row(generation: int | None, output: str | None, scores: dict, judged: Any) -> OutputRow:
+        return OutputRow(
+            run_id=run_id,
+            probe=attempt.probe_classname or "",
+            seq=attempt.seq,
+            generation=generation,
+            uuid=attempt.uuid,
+            prompt=prompt,
+            output=output,
+            scores=scores,
+            evaluation=None if judged is None else str(judged),
+            error=str(error) if error else None,
+            goal=attempt.goal,
+            targets=list(attempt.targets),
+        )
+
     outputs = attempt.outputs
     if not outputs:
-        return [OutputRow(generation=None, output=None, **common)]  # type: ignore[arg-type]
+        return [row(None, None, {}, None)]
     rows = []
     for i, message in enumerate(outputs):
         scores = {
             name: (values[i] if i < len(values) else None) for name, values in sorted(attempt.detector_results.items())
         }
         judged = evaluation[i] if i < len(evaluation) else None
-        rows.append(
-            OutputRow(
-                generation=i,
-                output=message.text if message is not None else None,
-                scores=scores,
-                evaluation=None if judged is None else str(judged),
-                **common,  # type: ignore[arg-type]
-            )
-        )
+        rows.append(row(i, message.text if message is not None else None, scores, judged))
     return rows
 
 

@@ -1,139 +1,396 @@
 """The run summary: per probe, attempts, failures, failure rate with its 95% interval, and any
 other metrics and marks. ``redline scan --json``, ``redline show --json`` and
-``redline report --format json`` all print this same structure."""
+``redline report --format json`` all print this same structure.
+
+:func:`build_summary` reads a run from the store once into a typed :class:`RunSummary`; every
+report (the terminal table, Markdown, HTML, the comparison, the release gate) takes its per-probe
+counts, rates, intervals and marks from there instead of recomputing them. ``as_dict()`` is the
+JSON (:func:`run_summary`), and ``from_dict()`` reads it back.
+"""
 
 from __future__ import annotations
 
-from redline.evaluation.marks import MARKS
-from redline.evaluation import wilson_interval
-from redline.store import Store
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
 
-__all__ = ["gate_violations", "run_summary"]
+from redline.evaluation import FAIL, MARKS, PASS, UNDETECTED, Judgment, wilson_interval
+from redline.store import RUN_COMPLETE, AttemptCounts, ProbeResultRecord, Store
+
+__all__ = [
+    "MetricSummary",
+    "PooledRate",
+    "ProbeSummary",
+    "RunSummary",
+    "build_summary",
+    "gate_violations",
+    "run_summary",
+]
+
+FAILURE_RATE = "failure_rate"
+"""The name of the failure-rate metric in a stored probe result."""
+
+Interval = tuple[float, float]
 
 
 def _round(x: float | None) -> float | None:
     return None if x is None else round(float(x), 6)
 
 
-def _judgments(store: Store, run_id: str, probe: str) -> dict[str, int]:
-    """Stored judgments of ``probe``: ``fail``/``pass`` (failure-rate judgments), ``undetected``
-    and ``other`` (a bias probe's answers such as "yes" or "male", which are no pass/fail)."""
-    counts = {"fail": 0, "pass": 0, "undetected": 0, "other": 0}
+def _interval(ci: Sequence[float] | None) -> Interval | None:
+    """A stored or computed 95% interval, rounded like every number of the summary (``None``
+    when there is none)."""
+    if not ci:
+        return None
+    return (round(float(ci[0]), 6), round(float(ci[1]), 6))
+
+
+def _interval_json(ci: Interval | None) -> list[float] | None:
+    return None if ci is None else list(ci)
+
+
+@dataclass(frozen=True)
+class MetricSummary:
+    """A metric other than the failure rate (a bias probe's ``stereotype_rate``...): its value
+    and 95% interval (``None`` when not measured), the observations it rests on and the outputs
+    left undetected."""
+
+    value: float | None
+    ci95: Interval | None = None
+    n: int = 0
+    undetected: int = 0
+
+    def as_dict(self) -> dict[str, Any]:
+        """``{"value", "ci95", "n", "undetected"}``."""
+        return {"value": self.value, "ci95": _interval_json(self.ci95), "n": self.n, "undetected": self.undetected}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> MetricSummary:
+        return cls(
+            value=data.get("value"),
+            ci95=_interval(data.get("ci95")),
+            n=data.get("n", 0),
+            undetected=data.get("undetected", 0),
+        )
+
+
+@dataclass(frozen=True)
+class ProbeSummary:
+    """One probe of a run.
+
+    ``attempts`` counts stored attempts (errored ones included), ``failed`` outputs judged
+    ``fail``, ``errored`` attempts whose generation failed. ``outputs`` counts judged outputs
+    (pass or fail; for a metrics-only probe such as a bias probe, the answers its evaluator could
+    read, "yes", "male"...), ``undetected`` the outputs without a verdict. ``failure_rate`` and
+    ``ci95`` are ``None`` when there is no judged output or the probe has no failure rate.
+
+    ``metrics`` holds the other metrics, ``marks`` a mark ``"A"``-``"D"`` per marked metric
+    (``None`` when none could be given, with the reason in ``mark_notes``), ``not_measured``
+    why the probe was not measured. ``complete`` is false while the probe has no stored result
+    (run interrupted or still running): its rate then comes from the judgments stored so far.
+    """
+
+    probe: str
+    attempts: int = 0
+    failed: int = 0
+    errored: int = 0
+    outputs: int = 0
+    undetected: int = 0
+    failure_rate: float | None = None
+    ci95: Interval | None = None
+    metrics: Mapping[str, MetricSummary] = field(default_factory=dict)
+    not_measured: str | None = None
+    marks: Mapping[str, str | None] = field(default_factory=dict)
+    mark_notes: Mapping[str, str | None] = field(default_factory=dict)
+    complete: bool = True
+
+    @property
+    def is_rated(self) -> bool:
+        """The probe has a failure rate (at least one output judged pass or fail)."""
+        return self.failure_rate is not None
+
+    @property
+    def is_metrics_only(self) -> bool:
+        """A bias probe: metrics but no failure rate (its ``failed`` count means nothing)."""
+        return self.failure_rate is None and bool(self.metrics)
+
+    def as_dict(self) -> dict[str, Any]:
+        """The probe's entry of the summary JSON. Keys, in this order: ``probe``, ``attempts``,
+        ``failed``, ``errored``, ``outputs``, ``undetected``, ``failure_rate``, ``ci95``, then
+        ``metrics``, ``not_measured``, ``marks`` and ``mark_notes`` only when they are not empty,
+        and ``complete``."""
+        data: dict[str, Any] = {
+            "probe": self.probe,
+            "attempts": self.attempts,
+            "failed": self.failed,
+            "errored": self.errored,
+            "outputs": self.outputs,
+            "undetected": self.undetected,
+            "failure_rate": self.failure_rate,
+            "ci95": _interval_json(self.ci95),
+        }
+        if self.metrics:
+            data["metrics"] = {name: metric.as_dict() for name, metric in self.metrics.items()}
+        if self.not_measured:
+            data["not_measured"] = self.not_measured
+        if self.marks:
+            data["marks"] = dict(self.marks)
+        if self.mark_notes:
+            data["mark_notes"] = dict(self.mark_notes)
+        data["complete"] = self.complete
+        return data
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ProbeSummary:
+        """Read an entry of the summary JSON back; only ``probe`` is required (a missing count is
+        0, a missing rate ``None``, a missing ``complete`` true)."""
+        return cls(
+            probe=data["probe"],
+            attempts=data.get("attempts", 0),
+            failed=data.get("failed", 0),
+            errored=data.get("errored", 0),
+            outputs=data.get("outputs", 0),
+            undetected=data.get("undetected", 0),
+            failure_rate=data.get("failure_rate"),
+            ci95=_interval(data.get("ci95")),
+            metrics={name: MetricSummary.from_dict(m) for name, m in (data.get("metrics") or {}).items()},
+            not_measured=data.get("not_measured") or None,
+            marks=dict(data.get("marks") or {}),
+            mark_notes=dict(data.get("mark_notes") or {}),
+            complete=data.get("complete", True),
+        )
+
+
+@dataclass(frozen=True)
+class PooledRate:
+    """Failed over judged outputs pooled over several probes (a run, a family), counting only
+    probes that have a failure rate, with its Wilson 95% interval."""
+
+    outputs: int = 0
+    failed: int = 0
+
+    @classmethod
+    def of(cls, probes: Iterable[ProbeSummary]) -> PooledRate:
+        rated = [p for p in probes if p.is_rated]
+        return cls(outputs=sum(p.outputs for p in rated), failed=sum(p.failed for p in rated))
+
+    @property
+    def rate(self) -> float | None:
+        """``failed / outputs`` (``None`` without judged outputs)."""
+        return self.failed / self.outputs if self.outputs else None
+
+    @property
+    def ci95(self) -> Interval | None:
+        """The Wilson 95% interval of :attr:`rate` (``None`` without judged outputs)."""
+        return wilson_interval(self.failed, self.outputs) if self.outputs else None
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """A run: its id, model, status, start time (``created``), outputs per prompt
+    (``generations``) and its probes in scan order."""
+
+    run_id: str
+    model: str
+    status: str
+    created: float | None
+    generations: int
+    probes: tuple[ProbeSummary, ...] = ()
+
+    def pooled(self) -> PooledRate:
+        """Failed over judged outputs over every probe of the run that has a failure rate."""
+        return PooledRate.of(self.probes)
+
+    def as_dict(self) -> dict[str, Any]:
+        """The summary JSON: ``{"run_id", "model", "status", "created", "generations",
+        "probes": [...]}`` (see :meth:`ProbeSummary.as_dict`)."""
+        return {
+            "run_id": self.run_id,
+            "model": self.model,
+            "status": self.status,
+            "created": self.created,
+            "generations": self.generations,
+            "probes": [p.as_dict() for p in self.probes],
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> RunSummary:
+        """Read the summary JSON back; only ``run_id`` and ``probes`` are required (a missing
+        status reads as complete, missing generations as 1)."""
+        return cls(
+            run_id=data["run_id"],
+            model=data.get("model") or "",
+            status=data.get("status") or RUN_COMPLETE,
+            created=data.get("created"),
+            generations=data.get("generations", 1),
+            probes=tuple(ProbeSummary.from_dict(p) for p in data["probes"]),
+        )
+
+
+@dataclass
+class _Judgments:
+    """Judgments stored for one probe: pass and fail (the failure rate), undetected, and
+    ``other`` (a bias probe's answers such as "yes" or "male", which are no pass/fail)."""
+
+    failed: int = 0
+    passed: int = 0
+    undetected: int = 0
+    other: int = 0
+
+    @property
+    def judged(self) -> int:
+        return self.failed + self.passed
+
+
+_VERDICTS = {j.value: j for j in Judgment}
+
+
+def _judgments(store: Store, run_id: str, probe: str) -> _Judgments:
+    """Count the judgments of the non-errored stored attempts of ``probe``."""
+    counts = _Judgments()
     for data in store.iter_attempt_dicts(run_id, probe, errored=False):
         for judgment in (data.get("notes") or {}).get("evaluation") or []:
-            key = judgment if isinstance(judgment, str) and judgment in counts else "other"
-            counts[key] += 1
+            verdict = _VERDICTS.get(judgment) if isinstance(judgment, str) else None
+            if verdict is FAIL:
+                counts.failed += 1
+            elif verdict is PASS:
+                counts.passed += 1
+            elif verdict is UNDETECTED:
+                counts.undetected += 1
+            else:
+                counts.other += 1
     return counts
 
 
-def run_summary(store: Store, run_id: str) -> dict:
-    """The summary of ``run_id`` (complete or not) as a JSON-ready dict.
+def _finished_probe(store: Store, run_id: str, name: str, c: AttemptCounts, result: ProbeResultRecord) -> ProbeSummary:
+    """A probe with a stored result: its rate, metrics and marks as phase 4 computed them."""
+    metrics = result.metrics
+    fr = metrics.get(FAILURE_RATE)
+    if fr is not None:
+        outputs, undetected = fr.get("n", 0), fr.get("undetected", 0)
+        rate, ci = _round(fr.get("value")), _interval(fr.get("ci95"))
+    else:
+        # metrics only (bias probes): ``outputs`` counts the answers the evaluator could
+        # judge, not every output — an all-undetected probe must not look judged
+        j = _judgments(store, run_id, name)
+        outputs, undetected, rate, ci = j.other + j.judged, j.undetected, None, None
+    marks = result.marks
+    return ProbeSummary(
+        probe=name,
+        attempts=c.attempts,
+        failed=c.failed,
+        errored=c.errored,
+        outputs=outputs,
+        undetected=undetected,
+        failure_rate=rate,
+        ci95=ci,
+        metrics={
+            k: MetricSummary(
+                value=_round(v.get("value")),
+                ci95=_interval(v.get("ci95")),
+                n=v.get("n", 0),
+                undetected=v.get("undetected", 0),
+            )
+            for k, v in metrics.items()
+            if k != FAILURE_RATE
+        },
+        not_measured=result.not_measured,
+        marks={k: v.get("mark") for k, v in marks.items()},
+        # why a metric got no mark: too few judged outputs, inconclusive, ...
+        mark_notes={k: v.get("meaning") for k, v in marks.items() if v.get("mark") is None},
+        complete=True,
+    )
 
-    Each probe entry has ``probe``, ``attempts`` (stored attempts, errored included),
-    ``outputs`` (judged outputs), ``failed`` (outputs where the probe succeeded), ``errored``
-    (attempts whose generation failed), ``undetected``, ``failure_rate`` and ``ci95``; bias probes
-    add ``metrics`` ``{name: {"value", "ci95"}}`` and ``marks`` ``{name: "A"…"D"}`` (``None`` when
-    no mark could be given, with the reason in ``mark_notes`` ``{name: reason}``).
-    For a metrics-only probe (bias) ``outputs`` counts the answers its evaluator could read
-    ("yes", "male"…) and ``undetected`` the rest. A probe without stored results (run
-    interrupted) has ``"complete": false`` and its rate is computed from the pass/fail judgments
-    stored so far (undetected excluded; none for a bias probe).
+
+def _unfinished_probe(store: Store, run_id: str, name: str, c: AttemptCounts) -> ProbeSummary:
+    """A probe without a stored result (run interrupted or still running): its rate from the
+    stored judgments, undetected outputs excluded; a probe whose judgments are not pass/fail (a
+    bias probe) gets no failure rate rather than a made-up 0%."""
+    j = _judgments(store, run_id, name) if c.attempts else _Judgments()
+    n = j.judged
+    return ProbeSummary(
+        probe=name,
+        attempts=c.attempts,
+        failed=c.failed,
+        errored=c.errored,
+        outputs=n + j.other,
+        undetected=j.undetected,
+        failure_rate=_round(j.failed / n) if n else None,
+        ci95=_interval(wilson_interval(j.failed, n)) if n else None,
+        complete=False,
+    )
+
+
+def build_summary(store: Store, run_id: str) -> RunSummary:
+    """The summary of ``run_id`` (complete or not), read from ``store``; raises ``RunNotFound``.
+
+    The probes are the run's selected probes in scan order, then any other probe with stored
+    attempts. A probe with a stored result takes its failure rate, metrics and marks from it; one
+    without (run interrupted) has ``complete=False`` and its rate from the pass/fail judgments
+    stored so far (undetected excluded; none for a bias probe). Numbers are rounded to 6 places.
     """
     run = store.get_run(run_id)
     counts = store.attempt_counts(run_id)
     results = store.probe_results(run_id)
-    names = list(run["config"].get("probe_names") or [])
+    names = run.probe_names
     names += [n for n in counts if n not in names]
     probes = []
     for name in names:
-        c = counts.get(name, {"attempts": 0, "outputs": 0, "failed": 0, "errored": 0})
+        c = counts.get(name, AttemptCounts())
         result = results.get(name)
-        entry: dict = {"probe": name, "attempts": c["attempts"], "failed": c["failed"], "errored": c["errored"]}
         if result is not None:
-            metrics = result.get("metrics", {})
-            fr = metrics.get("failure_rate")
-            if fr is not None:
-                entry["outputs"] = fr.get("n", 0)
-                entry["undetected"] = fr.get("undetected", 0)
-                entry["failure_rate"] = _round(fr.get("value"))
-                entry["ci95"] = [_round(x) for x in fr["ci95"]] if fr.get("ci95") else None
-            else:
-                # metrics only (bias probes): ``outputs`` counts the answers the evaluator could
-                # judge, not every output — an all-undetected probe must not look judged
-                j = _judgments(store, run_id, name)
-                entry.update(
-                    outputs=j["other"] + j["pass"] + j["fail"], undetected=j["undetected"], failure_rate=None, ci95=None
-                )
-            others = {k: v for k, v in metrics.items() if k != "failure_rate"}
-            if others:
-                entry["metrics"] = {
-                    k: {
-                        "value": _round(v.get("value")),
-                        "ci95": [_round(x) for x in v["ci95"]] if v.get("ci95") else None,
-                        "n": v.get("n", 0),
-                        "undetected": v.get("undetected", 0),
-                    }
-                    for k, v in others.items()
-                }
-            if result.get("not_measured"):
-                entry["not_measured"] = result["not_measured"]
-            if result.get("marks"):
-                entry["marks"] = {k: v.get("mark") for k, v in result["marks"].items()}
-                unmarked = {k: v.get("meaning") for k, v in result["marks"].items() if v.get("mark") is None}
-                if unmarked:  # why a metric got no mark: too few judged outputs, inconclusive, ...
-                    entry["mark_notes"] = unmarked
-            entry["complete"] = True
+            probes.append(_finished_probe(store, run_id, name, c, result))
         else:
-            # no stored result yet (run interrupted or still running): rate from the stored
-            # judgments, undetected outputs excluded; a probe whose judgments are not pass/fail
-            # (a bias probe) gets no failure rate rather than a made-up 0%
-            j = (
-                _judgments(store, run_id, name)
-                if c["attempts"]
-                else {"fail": 0, "pass": 0, "undetected": 0, "other": 0}
-            )
-            n = j["fail"] + j["pass"]
-            entry["outputs"] = n + j["other"]
-            entry["undetected"] = j["undetected"]
-            entry["failure_rate"] = _round(j["fail"] / n) if n else None
-            entry["ci95"] = [_round(x) for x in wilson_interval(j["fail"], n)] if n else None
-            entry["complete"] = False
-        probes.append(entry)
-    return {
-        "run_id": run_id,
-        "model": run["model"],
-        "status": run["status"],
-        "created": run["created"],
-        "generations": run["config"].get("scan", {}).get("generations", 1),
-        "probes": probes,
-    }
+            probes.append(_unfinished_probe(store, run_id, name, c))
+    return RunSummary(
+        run_id=run_id,
+        model=run.model,
+        status=run.status,
+        created=run.created,
+        generations=run.generations,
+        probes=tuple(probes),
+    )
 
 
-def gate_violations(summary: dict, fail_above: float | None, fail_mark: str | None) -> list[str]:
-    """Why ``summary`` fails a release gate (empty when it passes or no gate is set).
+def run_summary(store: Store, run_id: str) -> dict:
+    """The summary of ``run_id`` as a JSON-ready dict: ``build_summary(store, run_id).as_dict()``.
+
+    Each probe entry has ``probe``, ``attempts``, ``failed``, ``errored``, ``outputs``,
+    ``undetected``, ``failure_rate`` and ``ci95``; bias probes add ``metrics``
+    ``{name: {"value", "ci95", "n", "undetected"}}`` and ``marks`` ``{name: "A"…"D"}`` (``None``
+    when no mark could be given, with the reason in ``mark_notes`` ``{name: reason}``); a probe
+    that was not measured adds ``not_measured``; every entry ends with ``complete``.
+    """
+    return build_summary(store, run_id).as_dict()
+
+
+def gate_violations(
+    summary: RunSummary | Mapping[str, Any], fail_above: float | None, fail_mark: str | None
+) -> list[str]:
+    """Why ``summary`` (a :class:`RunSummary` or its JSON) fails a release gate (empty when it
+    passes or no gate is set).
 
     A probe fails when its failure rate (judged outputs) is above ``fail_above``, when one of its
     marks is ``fail_mark`` or worse, or — with either gate set — when it was not measured at all
-    (a gate must not pass on evidence that does not exist)."""
+    (a gate must not pass on evidence that does not exist). A run that is not complete fails."""
     if fail_above is None and fail_mark is None:
         return []
+    if not isinstance(summary, RunSummary):
+        summary = RunSummary.from_dict(summary)
     problems = []
-    for p in summary["probes"]:
-        name = p["probe"]
-        if p.get("not_measured"):
-            problems.append(f"{name}: not measured ({p['not_measured']})")
+    for p in summary.probes:
+        if p.not_measured:
+            problems.append(f"{p.probe}: not measured ({p.not_measured})")
             continue
-        rate = p.get("failure_rate")
+        rate = p.failure_rate
         if fail_above is not None and rate is not None and rate > fail_above:
-            problems.append(f"{name}: failure rate {rate:.1%} > {fail_above:.1%}")
+            problems.append(f"{p.probe}: failure rate {rate:.1%} > {fail_above:.1%}")
         if fail_mark is not None:
-            for metric, mark in (p.get("marks") or {}).items():
+            for metric, mark in p.marks.items():
                 if mark is not None and MARKS.index(mark) >= MARKS.index(fail_mark):
-                    problems.append(f"{name}: {metric} mark {mark} (gate: {fail_mark} or worse fails)")
-        if rate is None and not p.get("metrics") and p.get("attempts", 0) and fail_above is not None:
-            problems.append(
-                f"{name}: no judged outputs ({p.get('errored', 0)} errored, {p.get('undetected', 0)} undetected)"
-            )
-    if summary.get("status") not in (None, "complete"):
-        problems.append(f"run {summary['run_id']} is {summary['status']}: resume it before gating")
+                    problems.append(f"{p.probe}: {metric} mark {mark} (gate: {fail_mark} or worse fails)")
+        if rate is None and not p.metrics and p.attempts and fail_above is not None:
+            problems.append(f"{p.probe}: no judged outputs ({p.errored} errored, {p.undetected} undetected)")
+    if summary.status != RUN_COMPLETE:
+        problems.append(f"run {summary.run_id} is {summary.status}: resume it before gating")
     return problems

@@ -1,12 +1,33 @@
-"""Persistent storage of runs and attempts (embedded SQLite)."""
+"""Persistent storage of runs and attempts (embedded SQLite).
 
-from redline.store.sqlite import (
+:class:`Store` (:mod:`.sqlite`) opens a store file and returns the typed records of
+:mod:`.records`; :class:`BatchWriter` (:mod:`.writer`) writes a scan's attempts by group commit;
+:mod:`.schema` holds the tables.
+"""
+
+from redline.store.errors import RunNotFound, StoreError
+from redline.store.records import (
     RUN_COMPLETE,
     RUN_INTERRUPTED,
     RUN_RUNNING,
-    RunNotFound,
-    Store,
-    StoreError,
+    AttemptCounts,
+    ProbeResultRecord,
+    RunListing,
+    RunRecord,
 )
+from redline.store.sqlite import Store
+from redline.store.writer import BatchWriter
 
-__all__ = ["RUN_COMPLETE", "RUN_INTERRUPTED", "RUN_RUNNING", "RunNotFound", "Store", "StoreError"]
+__all__ = [
+    "RUN_COMPLETE",
+    "RUN_INTERRUPTED",
+    "RUN_RUNNING",
+    "AttemptCounts",
+    "BatchWriter",
+    "ProbeResultRecord",
+    "RunListing",
+    "RunNotFound",
+    "RunRecord",
+    "Store",
+    "StoreError",
+]

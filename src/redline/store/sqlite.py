@@ -1,11 +1,10 @@
-"""The run store: one embedded SQLite file (default ``./redline.db``).
+"""The run store: :class:`Store`, one embedded SQLite file (default ``./redline.db``).
 
-Tables: ``runs`` (one row per scan: model, settings, status), ``attempts`` (every finished or
-errored attempt as :meth:`Attempt.as_dict` JSON, with its counts), ``probe_results`` (phase-4
-metrics and marks per probe) and ``cache`` (responses keyed by request, for re-runs).
+The tables are described in :mod:`redline.store.schema`; the store returns the typed records of
+:mod:`redline.store.records`; a scan writes through :class:`~redline.store.writer.BatchWriter`.
 
 Durability. The file is in WAL mode with ``synchronous=NORMAL``. :meth:`Store.save_attempt`
-commits at once. During a scan the harness writes through a :class:`BatchWriter` (group commit):
+commits at once. During a scan the harness writes through a ``BatchWriter`` (group commit):
 attempts that finish together are committed in one transaction, and an attempt counts as finished
 (progress, ``on_done``) only after its transaction has committed. So a scan killed at any moment
 (``kill -9`` included) loses at most the requests in flight — never an attempt reported as
@@ -20,7 +19,6 @@ environment variable, like ``"Bearer ${API_TOKEN}"``, is not a secret).
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import re
@@ -32,67 +30,36 @@ from pathlib import Path
 from typing import Any
 
 from redline.attempt import Attempt
+from redline.evaluation import FAIL
+from redline.store.errors import RunNotFound, StoreError
+from redline.store.records import (
+    RUN_COMPLETE,
+    RUN_INTERRUPTED,
+    RUN_RUNNING,
+    AttemptCounts,
+    ProbeResultRecord,
+    RunListing,
+    RunRecord,
+)
+from redline.store.schema import INSERT_ATTEMPT, prepare
 
 __all__ = [
     "RUN_COMPLETE",
     "RUN_INTERRUPTED",
     "RUN_RUNNING",
-    "BatchWriter",
     "RunNotFound",
     "Store",
     "StoreError",
 ]
 
-RUN_RUNNING = "running"
-RUN_COMPLETE = "complete"
-RUN_INTERRUPTED = "interrupted"
-
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS runs (
-    run_id TEXT PRIMARY KEY,
-    created REAL NOT NULL,
-    updated REAL NOT NULL,
-    model TEXT NOT NULL,
-    status TEXT NOT NULL,
-    config TEXT NOT NULL,
-    message TEXT
-);
-CREATE TABLE IF NOT EXISTS attempts (
-    run_id TEXT NOT NULL,
-    probe TEXT NOT NULL,
-    seq INTEGER NOT NULL,
-    status INTEGER NOT NULL,
-    outputs INTEGER NOT NULL,
-    failed INTEGER NOT NULL,
-    errored INTEGER NOT NULL,
-    data TEXT NOT NULL,
-    updated REAL NOT NULL,
-    PRIMARY KEY (run_id, probe, seq)
-);
-CREATE TABLE IF NOT EXISTS probe_results (
-    run_id TEXT NOT NULL,
-    probe TEXT NOT NULL,
-    position INTEGER NOT NULL,
-    result TEXT NOT NULL,
-    PRIMARY KEY (run_id, probe)
-);
-CREATE TABLE IF NOT EXISTS cache (
-    key TEXT PRIMARY KEY,
-    outputs TEXT NOT NULL,
-    created REAL NOT NULL
-);
-"""
-
 _SECRET_KEY = re.compile(r"(api[_-]?key|secret|passw(or)?d|authorization|bearer|(^|[_-])token$|credential)", re.I)
-
-
-_INSERT_ATTEMPT = "INSERT OR REPLACE INTO attempts VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
 
 
 def _attempt_filter(run_id: str, probe: str | None, errored: bool | None) -> tuple[str, list[Any]]:
     """The WHERE clause (with its arguments) selecting a run's attempts, optionally of one probe
     and only errored / only non-errored ones."""
-    where, args = "run_id = ?", [run_id]
+    where = "run_id = ?"
+    args: list[Any] = [run_id]
     if probe is not None:
         where += " AND probe = ?"
         args.append(probe)
@@ -100,14 +67,6 @@ def _attempt_filter(run_id: str, probe: str | None, errored: bool | None) -> tup
         where += " AND errored = ?"
         args.append(1 if errored else 0)
     return where, args
-
-
-class StoreError(RuntimeError):
-    """The store file cannot be opened or is not a redline store."""
-
-
-class RunNotFound(StoreError):
-    """No run with that id in the store."""
 
 
 def _new_run_id() -> str:
@@ -139,7 +98,9 @@ def _check_no_secrets(value: Any, path: str = "config") -> None:
 
 
 class Store:
-    """A redline store at ``path`` (created if missing)."""
+    """A redline store at ``path`` (created if missing; an existing file, written by this or an
+    earlier version, is opened as it is). Raises :class:`StoreError` when the folder is missing
+    or the file is not a SQLite database."""
 
     def __init__(self, path: str | os.PathLike = "redline.db") -> None:
         self.path = Path(path)
@@ -147,24 +108,9 @@ class Store:
             if self.path.parent and not self.path.parent.exists():
                 raise StoreError(f"cannot open store {self.path}: folder {self.path.parent} does not exist")
             self._db = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
-            self._prepare()
+            prepare(self._db)
         except sqlite3.DatabaseError as exc:
             raise StoreError(f"cannot open store {self.path}: {exc}") from None
-
-    def _prepare(self, patience: float = 30.0) -> None:
-        """WAL mode and the schema. Two processes opening a new store at the same moment race for
-        the journal-mode switch, where SQLite answers "locked" without waiting: retry that."""
-        deadline = time.monotonic() + patience
-        while True:
-            try:
-                self._db.execute("PRAGMA journal_mode=WAL")
-                self._db.execute("PRAGMA synchronous=NORMAL")
-                self._db.executescript(SCHEMA)
-                return
-            except sqlite3.OperationalError as exc:
-                if ("locked" not in str(exc) and "busy" not in str(exc)) or time.monotonic() > deadline:
-                    raise
-                time.sleep(0.05)
 
     def close(self) -> None:
         self._db.close()
@@ -187,24 +133,26 @@ class Store:
         )
         return run_id
 
-    def get_run(self, run_id: str) -> dict:
+    def get_run(self, run_id: str) -> RunRecord:
+        """The run ``run_id``; raises :class:`RunNotFound` (naming the store) when there is none."""
         row = self._db.execute(
             "SELECT run_id, created, updated, model, status, config, message FROM runs WHERE run_id = ?",
             (run_id,),
         ).fetchone()
         if row is None:
             raise RunNotFound(f"no run {run_id!r} in {self.path} (see 'redline runs --store {self.path}')")
-        return {
-            "run_id": row[0],
-            "created": row[1],
-            "updated": row[2],
-            "model": row[3],
-            "status": row[4],
-            "config": json.loads(row[5]),
-            "message": row[6],
-        }
+        return RunRecord(
+            run_id=row[0],
+            created=row[1],
+            updated=row[2],
+            model=row[3],
+            status=row[4],
+            config=json.loads(row[5]),
+            message=row[6],
+        )
 
-    def list_runs(self) -> list[dict]:
+    def list_runs(self) -> list[RunListing]:
+        """Every run with its attempt totals, newest first."""
         rows = self._db.execute(
             """SELECT r.run_id, r.created, r.model, r.status,
                       COUNT(a.seq), COALESCE(SUM(a.failed), 0), COALESCE(SUM(a.errored), 0)
@@ -212,19 +160,12 @@ class Store:
                GROUP BY r.run_id ORDER BY r.created DESC"""
         ).fetchall()
         return [
-            {
-                "run_id": r[0],
-                "created": r[1],
-                "model": r[2],
-                "status": r[3],
-                "attempts": r[4],
-                "failed": r[5],
-                "errored": r[6],
-            }
+            RunListing(run_id=r[0], created=r[1], model=r[2], status=r[3], attempts=r[4], failed=r[5], errored=r[6])
             for r in rows
         ]
 
     def set_run_status(self, run_id: str, status: str, message: str | None = None) -> None:
+        """Set the run's status (``RUN_*``) and message (``None`` clears it) and its update time."""
         self._db.execute(
             "UPDATE runs SET status = ?, message = ?, updated = ? WHERE run_id = ?",
             (status, message, time.time(), run_id),
@@ -233,9 +174,10 @@ class Store:
     # -- attempts --------------------------------------------------------------------------------
     @staticmethod
     def attempt_row(run_id: str, attempt: Attempt) -> tuple:
-        """The ``attempts`` row of ``attempt`` (serialised now: later changes are not seen)."""
+        """The ``attempts`` row of ``attempt`` (serialised now: later changes are not seen).
+        ``failed`` counts its outputs judged :data:`~redline.evaluation.FAIL`."""
         evaluation = attempt.notes.get("evaluation", [])
-        failed = sum(1 for e in evaluation if e == "fail")
+        failed = sum(1 for e in evaluation if e == FAIL)
         errored = 1 if attempt.notes.get("error") else 0
         return (
             run_id,
@@ -251,7 +193,7 @@ class Store:
 
     def save_attempt(self, run_id: str, attempt: Attempt) -> None:
         """Write (or overwrite) one attempt and commit at once."""
-        self._db.execute(_INSERT_ATTEMPT, self.attempt_row(run_id, attempt))
+        self._db.execute(INSERT_ATTEMPT, self.attempt_row(run_id, attempt))
 
     def write_batch(self, attempt_rows: list[tuple], cache_items: dict[str, list[Any]] | None = None) -> None:
         """Write many :meth:`attempt_row` rows and cache entries in one transaction: all of them
@@ -263,7 +205,7 @@ class Store:
             self._db.execute("BEGIN IMMEDIATE")
             try:
                 if attempt_rows:
-                    self._db.executemany(_INSERT_ATTEMPT, attempt_rows)
+                    self._db.executemany(INSERT_ATTEMPT, attempt_rows)
                 if cache_items:
                     self._db.executemany(
                         "INSERT OR REPLACE INTO cache VALUES (?, ?, ?)",
@@ -295,135 +237,48 @@ class Store:
             yield Attempt.from_dict(data)
 
     def iter_attempt_dicts(self, run_id: str, probe: str | None = None, errored: bool | None = None) -> Iterator[dict]:
+        """Stored attempts as their JSON objects (:meth:`Attempt.as_dict`), in (probe, seq) order."""
         where, args = _attempt_filter(run_id, probe, errored)
         for (data,) in self._db.execute(f"SELECT data FROM attempts WHERE {where} ORDER BY probe, seq", args):
             yield json.loads(data)
 
-    def attempt_counts(self, run_id: str) -> dict[str, dict[str, int]]:
-        """Per probe: attempts, outputs, failed outputs and errored attempts stored."""
+    def attempt_counts(self, run_id: str) -> dict[str, AttemptCounts]:
+        """Per probe with stored attempts: attempts, outputs, failed outputs and errored attempts
+        (a probe without any stored attempt is absent)."""
         rows = self._db.execute(
             """SELECT probe, COUNT(*), SUM(outputs), SUM(failed), SUM(errored)
                FROM attempts WHERE run_id = ? GROUP BY probe""",
             (run_id,),
         )
-        return {r[0]: {"attempts": r[1], "outputs": r[2] or 0, "failed": r[3] or 0, "errored": r[4] or 0} for r in rows}
+        return {
+            r[0]: AttemptCounts(attempts=r[1], outputs=r[2] or 0, failed=r[3] or 0, errored=r[4] or 0) for r in rows
+        }
 
     # -- probe results ---------------------------------------------------------------------------
     def save_probe_result(self, run_id: str, probe: str, position: int, result: dict) -> None:
+        """Write (or replace) the phase-4 result of ``probe``, the JSON object described by
+        :class:`ProbeResultRecord`, at ``position`` in the run's probe order."""
         self._db.execute(
             "INSERT OR REPLACE INTO probe_results VALUES (?, ?, ?, ?)",
             (run_id, probe, position, json.dumps(result)),
         )
 
-    def probe_results(self, run_id: str) -> dict[str, dict]:
-        rows = self._db.execute("SELECT probe, result FROM probe_results WHERE run_id = ? ORDER BY position", (run_id,))
-        return {probe: json.loads(result) for probe, result in rows}
+    def probe_results(self, run_id: str) -> dict[str, ProbeResultRecord]:
+        """The stored probe results of the run by probe name, in position order."""
+        rows = self._db.execute(
+            "SELECT probe, position, result FROM probe_results WHERE run_id = ? ORDER BY position", (run_id,)
+        )
+        return {
+            probe: ProbeResultRecord(probe=probe, position=position, data=json.loads(result))
+            for probe, position, result in rows
+        }
 
     # -- cache -----------------------------------------------------------------------------------
     def cache_get(self, key: str) -> list[Any] | None:
+        """The cached outputs stored under ``key`` (``None`` when there are none)."""
         row = self._db.execute("SELECT outputs FROM cache WHERE key = ?", (key,)).fetchone()
         return json.loads(row[0]) if row else None
 
     def cache_put(self, key: str, outputs: list[Any]) -> None:
+        """Store (or replace) the outputs of ``key``; committed at once."""
         self._db.execute("INSERT OR REPLACE INTO cache VALUES (?, ?, ?)", (key, json.dumps(outputs), time.time()))
-
-
-class BatchWriter:
-    """Group commit for a scan: many attempts (and cache entries) per transaction.
-
-    ``await writer.save_attempt(run_id, attempt)`` returns once the attempt is committed; every
-    attempt saved while the writer waits for its turn on the event loop shares that transaction,
-    so a busy scan commits in batches while a quiet one commits each attempt almost at once.
-    ``cache_put`` queues a cache entry for the next transaction without waiting; ``cache_get``
-    also sees queued entries. Use as ``async with BatchWriter(store) as writer``: leaving the block
-    (normally, by an exception or by a cancellation) commits whatever is still queued.
-
-    A failed commit raises :class:`StoreError` in every ``save_attempt`` waiting on it.
-    """
-
-    def __init__(self, store: Store, max_batch: int = 1000, max_delay: float = 0.0) -> None:
-        self.store = store
-        self.max_batch = max(1, max_batch)
-        self.max_delay = max(0.0, max_delay)
-        self._rows: list[tuple] = []
-        self._waiters: list[asyncio.Future] = []
-        self._cache: dict[str, list[Any]] = {}
-        self._wake: asyncio.Event | None = None
-        self._task: asyncio.Task | None = None
-        #: Transactions committed so far (for tests and benchmarks).
-        self.commits = 0
-
-    async def __aenter__(self) -> BatchWriter:
-        self._wake = asyncio.Event()
-        self._task = asyncio.create_task(self._run(), name="redline store writer")
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.aclose()
-
-    async def save_attempt(self, run_id: str, attempt: Attempt) -> None:
-        """Queue ``attempt`` and wait until the transaction holding it has committed."""
-        row = Store.attempt_row(run_id, attempt)
-        if self._task is None:
-            self.store.write_batch([row])
-            return
-        future = asyncio.get_running_loop().create_future()
-        self._rows.append(row)
-        self._waiters.append(future)
-        if len(self._rows) >= self.max_batch:
-            self._commit()
-        else:
-            assert self._wake is not None
-            self._wake.set()
-        await future
-
-    def cache_get(self, key: str) -> list[Any] | None:
-        if key in self._cache:
-            return self._cache[key]
-        return self.store.cache_get(key)
-
-    def cache_put(self, key: str, outputs: list[Any]) -> None:
-        if self._task is None:
-            self.store.cache_put(key, outputs)
-            return
-        self._cache[key] = outputs
-        assert self._wake is not None
-        self._wake.set()
-
-    async def _run(self) -> None:
-        assert self._wake is not None
-        while True:
-            await self._wake.wait()
-            self._wake.clear()
-            # Let every attempt that is ready on this turn of the loop join the transaction.
-            await asyncio.sleep(self.max_delay)
-            self._commit()
-
-    def _commit(self) -> None:
-        rows, waiters, cache = self._rows, self._waiters, self._cache
-        self._rows, self._waiters, self._cache = [], [], {}
-        if not rows and not cache:
-            return
-        try:
-            self.store.write_batch(rows, cache)
-        except Exception as exc:
-            error = exc if isinstance(exc, StoreError) else StoreError(f"cannot write to store: {exc}")
-            for future in waiters:
-                if not future.done():
-                    future.set_exception(error)
-            return
-        self.commits += 1
-        for future in waiters:
-            if not future.done():
-                future.set_result(None)
-
-    async def aclose(self) -> None:
-        """Commit what is queued and stop; later saves commit one by one."""
-        task, self._task = self._task, None
-        self._commit()  # first: nothing below may stop the queued attempts from being written
-        if task is not None:
-            task.cancel()
-            try:
-                await task
-            except asyncio.CancelledError:
-                pass

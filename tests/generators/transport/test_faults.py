@@ -65,7 +65,7 @@ async def test_scan_survives_every_fault_and_records_errors(tmp_path):
         prompts = [a.prompt.last_message("user").text for a in attempts]
         kinds = [kind(p) for p in prompts]
         assert {1, 2, 3, 4, 5, 6} <= set(kinds), "the probes should exercise every fault"
-        assert store.get_run(run_id)["status"] == RUN_COMPLETE
+        assert store.get_run(run_id).status == RUN_COMPLETE
         assert len(attempts) == 24 + 36
         for attempt, k in zip(attempts, kinds):
             if k in PERMANENT:

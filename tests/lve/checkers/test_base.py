@@ -51,7 +51,7 @@ def test_default_flags_pass_input_prompt_response_and_params():
 
 def test_flags_select_full_prompt_variables_and_drop_response():
     checker = Recorder(prompt_contains_responses=True, get_variables=True, get_response=False)
-    safe, recorded = checker.invoke_check(PROMPT_IN, PROMPT_OUT, {"p": "v"})
+    _safe, recorded = checker.invoke_check(PROMPT_IN, PROMPT_OUT, {"p": "v"})
     (args,) = checker.calls
     assert args == (PROMPT_OUT, {"a1": "r1", "a2": "r2"}, {"p": "v"})
     assert recorded == {"a1": "r1", "a2": "r2"}  # several named answers are stored as variables

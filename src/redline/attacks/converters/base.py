@@ -19,12 +19,13 @@ from collections.abc import Sequence
 from typing import ClassVar
 
 from redline.attempt import Conversation, Message, Turn
+from redline.errors import UsageError
 from redline.generators.base import Generator, GeneratorError
 
 __all__ = ["Converter", "ConverterChain", "ConverterError", "ModelConverter", "clean_reply"]
 
 
-class ConverterError(ValueError):
+class ConverterError(UsageError):
     """A converter spec that cannot be used (unknown name, bad argument, missing model)."""
 
 

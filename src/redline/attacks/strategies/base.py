@@ -28,13 +28,14 @@ from redline.attacks.pool import ModelPool
 from redline.attacks.wrapper import ProbeWrapper
 from redline.attempt import Attempt, Conversation, Message, Turn
 from redline.detectors.judge import Rubric
+from redline.errors import UsageError
 from redline.generators.base import Generator
 from redline.probes.base import Probe
 
 __all__ = ["StrategyError", "StrategyProbe", "extract_tagged", "last_user_text", "set_last_user_text"]
 
 
-class StrategyError(ValueError):
+class StrategyError(UsageError):
     """A strategy or converter option that cannot be used (one line: which option, why)."""
 
 
@@ -107,7 +108,8 @@ class StrategyProbe(ProbeWrapper):
         self.success_threshold = success_threshold
         self.rubric = rubric if rubric is not None else Rubric()
         self.detectors = [self.rubric.name]
-        self.recommended_detectors = (self.rubric.name,)
+        # Per instance, like the wrapper's name: the rubric judges this strategy's attempts.
+        self.recommended_detectors = (self.rubric.name,)  # type: ignore[misc]
 
     @property
     def extra_params(self) -> dict:

@@ -96,7 +96,7 @@ class Refinement(StrategyProbe):
             )
             if any(self.succeeded(g[0]) for g in graded) or iteration == self.max_turns:
                 break
-            best = max(range(generations), key=lambda i: -1.0 if graded[i][0] is None else graded[i][0])
+            best = max(range(generations), key=lambda i: -1.0 if (score := graded[i][0]) is None else score)
             prompt, ok = await self.rewrite(attacker, request, prompt, english[best], graded[best][1], iteration)
             fallbacks += 0 if ok else 1
 

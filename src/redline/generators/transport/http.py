@@ -19,20 +19,23 @@ import json
 import os
 from typing import Any, ClassVar
 
-from redline.generators.base import Generator, GeneratorError, GeneratorUnavailable
-from redline.generators.transport.options import read_transport_options
-from redline.generators.transport.retry import RETRY_STATUSES, parse_retry_after, retry_delay
+from redline.generators.base import GeneratorError, GeneratorUnavailable
+from redline.generators.options import GeneratorOption
+from redline.generators.transport.remote import RemoteGenerator
+from redline.generators.transport.retry import TransientFailure, is_transient_status, parse_retry_after
 from redline.generators.transport.secrets import env_references, expand_env, header_safe
 
 __all__ = ["HTTPGenerator"]
 
 
-class HTTPGenerator(Generator):
+class HTTPGenerator(RemoteGenerator):
     """Base of the generators that call a model over HTTP: one pooled async client, retries with
-    backoff and ``Retry-After``, a per-request timeout, optional rate limits and concurrency cap.
+    backoff and ``Retry-After`` (:attr:`retry_policy`), a per-request timeout, optional rate limits
+    and concurrency cap. Takes the options of :class:`RemoteGenerator` and ``headers``.
 
-    Subclasses implement :meth:`generate` with :meth:`post_json`, which returns the parsed JSON of
-    a successful answer or raises :class:`GeneratorError` / :class:`GeneratorUnavailable`.
+    Subclasses implement :meth:`_generate` with :meth:`post_json` (or :meth:`send`), which returns
+    the parsed JSON of a successful answer or raises :class:`GeneratorError` /
+    :class:`GeneratorUnavailable`.
     """
 
     default_base_url: ClassVar[str | None] = None
@@ -41,42 +44,24 @@ class HTTPGenerator(Generator):
     key_required_for_default: ClassVar[bool] = False
     #: A path answered by a GET to check that the endpoint is there (``None``: no check).
     probe_path: ClassVar[str | None] = "/models"
-    accepted_options: ClassVar[frozenset[str] | None] = frozenset(
-        {
-            "base_url",
-            "api_key_env",
-            "max_tokens",
-            "temperature",
-            "top_p",
-            "timeout",
-            "max_retries",
-            "backoff_base",
-            "backoff_cap",
-            "max_retry_after",
-            "concurrency",
-            "rpm",
-            "tpm",
-            "headers",
-        }
+    option_specs = RemoteGenerator.option_specs + (
+        GeneratorOption(
+            "headers", "mapping", help="headers sent with every request; ${VAR} is replaced by that variable"
+        ),
     )
 
     def __init__(self, model: str = "", **options: Any) -> None:
         super().__init__(model, **options)
-        base_url = options.get("base_url") or self.default_base_url or ""
+        base_url = self.option_values["base_url"] or self.default_base_url or ""
         self.base_url = str(base_url).rstrip("/")
-        self.api_key_env = str(options.get("api_key_env") or self.default_key_env or "")
-        read_transport_options(self, options)
-        headers = options.get("headers") or {}
-        if not isinstance(headers, dict):
-            raise GeneratorUnavailable(f"{self.family}: option headers must be a mapping of name to value")
+        self.api_key_env = str(self.option_values["api_key_env"] or self.default_key_env or "")
+        headers = self.option_values["headers"] or {}
         #: Extra headers as given: ``${VAR}`` references are expanded when the client is created.
         self.header_templates = {str(k): str(v) for k, v in headers.items()}
         self._client: Any = None
-        self._semaphore = asyncio.Semaphore(self.concurrency) if self.concurrency else None
         self._start_lock: asyncio.Lock | None = None
-        #: Counters for the summary of a benchmark or a test: HTTP requests sent and retried.
+        #: HTTP requests sent (with :attr:`retries`, for the summary of a benchmark or a test).
         self.requests_sent = 0
-        self.retries = 0
 
     # -- connection ------------------------------------------------------------------------------
     def _api_key(self) -> str | None:
@@ -229,10 +214,9 @@ class HTTPGenerator(Generator):
 
         await self.start()
         headers = {"content-type": "application/json"}
-        last_error = "no response"
-        for attempt in range(self.max_retries + 1):
-            wait: float | None = None
-            await self.limiter.acquire(estimated_tokens)
+
+        async def attempt(index: int) -> Any:
+            """One try: the answer, or :class:`TransientFailure` for one worth another try."""
             try:
                 self.requests_sent += 1
                 if self._semaphore is not None:
@@ -241,41 +225,35 @@ class HTTPGenerator(Generator):
                 else:
                     response = await self._client.request(method, url, content=content, headers=headers)
             except httpx.ConnectError as exc:
-                last_error = f"cannot connect to {self.base_url} ({exc or 'connection refused'})"
-                if attempt >= min(self.max_retries, 2):
-                    raise GeneratorUnavailable(last_error) from None
+                message = f"cannot connect to {self.base_url} ({exc or 'connection refused'})"
+                if index >= min(self.max_retries, 2):  # nobody there: no point in waiting longer
+                    raise GeneratorUnavailable(message) from None
+                raise TransientFailure(message) from None
             except httpx.TimeoutException:
-                last_error = f"no answer from {url} within {self.timeout:g} s"
+                raise TransientFailure(f"no answer from {url} within {self.timeout:g} s") from None
             except (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError, httpx.NetworkError) as exc:
-                last_error = f"connection to {self.base_url} dropped ({type(exc).__name__}: {exc})"
-            else:
-                status = response.status_code
-                if status < 300:
-                    if as_text:
-                        return response.text
-                    data = self._json(response, url)
-                    self.limiter.settle(estimated_tokens, self._usage_tokens(data))
-                    return data
-                if status in (401, 403):
-                    raise GeneratorUnavailable(
-                        f"{self.base_url} refused the key in {self.api_key_env or 'the request'} (HTTP {status})"
-                    )
-                if status == 404:
-                    raise GeneratorUnavailable(
-                        f"{url} not found (HTTP 404): check --base-url and the model name {self.model!r}"
-                    )
-                last_error = f"HTTP {status} from {url}: {response.text[:200]}"
-                if status not in RETRY_STATUSES:
-                    raise GeneratorError(last_error)
-                retry_after = parse_retry_after(response.headers)
-                if retry_after is not None:
-                    wait = min(retry_after, self.max_retry_after)
-                    if status == 429:
-                        self.limiter.pause(wait)
-            if attempt < self.max_retries:
-                self.retries += 1
-                await asyncio.sleep(retry_delay(attempt, wait, self.backoff_base, self.backoff_cap))
-        raise GeneratorError(f"{last_error} (after {self.max_retries + 1} tries)")
+                raise TransientFailure(f"connection to {self.base_url} dropped ({type(exc).__name__}: {exc})") from None
+            status = response.status_code
+            if status < 300:
+                if as_text:
+                    return response.text
+                data = self._json(response, url)
+                self.limiter.settle(estimated_tokens, self._usage_tokens(data))
+                return data
+            if status in (401, 403):
+                raise GeneratorUnavailable(
+                    f"{self.base_url} refused the key in {self.api_key_env or 'the request'} (HTTP {status})"
+                )
+            if status == 404:
+                raise GeneratorUnavailable(
+                    f"{url} not found (HTTP 404): check --base-url and the model name {self.model!r}"
+                )
+            message = f"HTTP {status} from {url}: {response.text[:200]}"
+            if not is_transient_status(status):
+                raise GeneratorError(message)
+            raise TransientFailure(message, parse_retry_after(response.headers), throttled=status == 429)
+
+        return await self.retry_policy.call(attempt, self.limiter, estimated_tokens, self._count_retry)
 
     def _json(self, response: Any, url: str) -> Any:
         try:

@@ -1,61 +1,83 @@
-"""The sampling and transport options every remote generator shares, read and checked once."""
+"""The options every remote generator shares, declared once as
+:class:`~redline.generators.options.GeneratorOption` specs: where the endpoint is
+(:data:`ENDPOINT_OPTIONS`), how requests travel (:data:`TRANSPORT_OPTION_SPECS`) and the
+OpenAI-style request fields passed on as given (:data:`REQUEST_FIELD_OPTIONS`). They are read by
+:class:`~redline.generators.transport.remote.RemoteGenerator`, the base of every remote family."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from redline.generators.base import GeneratorUnavailable
+from redline.generators.options import SAMPLING_OPTIONS, SEED_OPTION, GeneratorOption
 from redline.generators.transport.ratelimit import RateLimiter
 
-__all__ = ["TRANSPORT_OPTIONS", "number_option", "read_transport_options"]
+__all__ = [
+    "ENDPOINT_OPTIONS",
+    "REQUEST_FIELD_OPTIONS",
+    "TRANSPORT_OPTIONS",
+    "TRANSPORT_OPTION_SPECS",
+    "number_option",
+    "read_transport_options",
+]
 
-#: The options :func:`read_transport_options` reads.
-TRANSPORT_OPTIONS = frozenset(
-    {
-        "max_tokens",
-        "temperature",
-        "top_p",
-        "timeout",
-        "max_retries",
-        "backoff_base",
-        "backoff_cap",
-        "max_retry_after",
-        "concurrency",
-        "rpm",
-        "tpm",
-    }
+ENDPOINT_OPTIONS: tuple[GeneratorOption, ...] = (
+    GeneratorOption("base_url", "url", help="the endpoint's base URL (default: the family's own)"),
+    GeneratorOption("api_key_env", "env", help="the environment variable that holds the API key"),
 )
+
+TRANSPORT_OPTION_SPECS: tuple[GeneratorOption, ...] = (
+    GeneratorOption("timeout", "number", 60.0, "seconds per request", minimum=0, exclusive=True),
+    GeneratorOption("max_retries", "int", 4, "retries of a failed request", minimum=0),
+    GeneratorOption("backoff_base", "number", 0.5, "seconds of the first backoff (doubled each retry)", minimum=0),
+    GeneratorOption("backoff_cap", "number", 30.0, "the longest backoff, in seconds", minimum=0),
+    GeneratorOption("max_retry_after", "number", 120.0, "the longest Retry-After honoured, in seconds", minimum=0),
+    GeneratorOption(
+        "concurrency", "int", None, "requests in flight to the endpoint (default: no own limit)", minimum=1
+    ),
+    GeneratorOption("rpm", "number", None, "client-side limit of requests per minute", minimum=0, exclusive=True),
+    GeneratorOption("tpm", "number", None, "client-side limit of tokens per minute", minimum=0, exclusive=True),
+)
+"""How requests travel: timeout, retries and backoff, concurrency cap and rate limits."""
+
+REQUEST_FIELD_OPTIONS: tuple[GeneratorOption, ...] = (
+    GeneratorOption("stop", "any", help="stop sequence(s), sent as given"),
+    SEED_OPTION,
+    GeneratorOption("presence_penalty", "number", help="sent as given"),
+    GeneratorOption("frequency_penalty", "number", help="sent as given"),
+    GeneratorOption("extra_body", "mapping", help="more request fields, merged into every request"),
+)
+"""OpenAI-style request fields passed on to the endpoint as given (``extra_body`` merged in)."""
+
+TRANSPORT_OPTIONS = frozenset(spec.name for spec in SAMPLING_OPTIONS + TRANSPORT_OPTION_SPECS)
+"""The names of the sampling and transport options (kept for callers of earlier versions)."""
+
+
+def _read(spec: GeneratorOption, options: dict) -> Any:
+    value = options.get(spec.name)
+    if value is None:
+        return spec.default
+    try:
+        return spec.read(value)
+    except ValueError as exc:
+        raise GeneratorUnavailable(f"generator option {spec.name} {exc}, not {value!r}") from None
 
 
 def number_option(
     options: dict, name: str, default: float | None, kind: type = float, minimum: float | None = None
 ) -> Any:
-    value = options.get(name, default)
-    if value is None:
-        return None
-    try:
-        number = kind(value)
-    except (TypeError, ValueError):
-        raise GeneratorUnavailable(f"generator option {name} must be a number, not {value!r}") from None
-    if minimum is not None and number < minimum:
-        raise GeneratorUnavailable(f"generator option {name} must be at least {minimum}, not {value!r}")
-    return number
+    """``options[name]`` (or ``default``) read as an ``int`` or ``float`` of at least ``minimum``;
+    :class:`GeneratorUnavailable` otherwise. Kept for callers of earlier versions: a family
+    declares its options as :class:`GeneratorOption` specs instead."""
+    return _read(GeneratorOption(name, "int" if kind is int else "number", default, minimum=minimum), options)
 
 
 def read_transport_options(target: Any, options: dict) -> None:
-    """Set the sampling and transport options every remote generator shares on ``target``:
-    ``max_tokens``, ``temperature``, ``top_p``, ``timeout``, ``max_retries``, ``backoff_base``,
-    ``backoff_cap``, ``max_retry_after``, ``concurrency`` and a :class:`RateLimiter` from ``rpm`` /
-    ``tpm``. A value of the wrong type or range raises :class:`GeneratorUnavailable`."""
-    target.max_tokens = number_option(options, "max_tokens", None, int, 1)
-    target.temperature = number_option(options, "temperature", None, float, 0)
-    target.top_p = number_option(options, "top_p", None, float, 0)
-    target.timeout = number_option(options, "timeout", 60.0, float, 0.001)
-    target.max_retries = number_option(options, "max_retries", 4, int, 0)
-    target.backoff_base = number_option(options, "backoff_base", 0.5, float, 0)
-    target.backoff_cap = number_option(options, "backoff_cap", 30.0, float, 0)
-    target.max_retry_after = number_option(options, "max_retry_after", 120.0, float, 0)
-    target.concurrency = number_option(options, "concurrency", None, int, 1)
-    target.limiter = RateLimiter(
-        number_option(options, "rpm", None, float, 0.001), number_option(options, "tpm", None, float, 0.001)
-    )
+    """Set the sampling and transport options on ``target`` (``max_tokens`` ... ``concurrency``
+    and a :class:`RateLimiter` from ``rpm`` / ``tpm``) as declared in :data:`SAMPLING_OPTIONS`
+    and :data:`TRANSPORT_OPTION_SPECS`. Kept for callers of earlier versions: a remote family
+    derives from :class:`~redline.generators.transport.remote.RemoteGenerator` instead."""
+    values = {spec.name: _read(spec, options) for spec in SAMPLING_OPTIONS + TRANSPORT_OPTION_SPECS}
+    target.limiter = RateLimiter(values.pop("rpm"), values.pop("tpm"))
+    for name, value in values.items():
+        setattr(target, name, value)

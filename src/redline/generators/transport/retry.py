@@ -1,16 +1,121 @@
-"""When and how long to wait before retrying a request: which HTTP statuses are transient, the
-server's ``Retry-After``, and exponential backoff with full jitter."""
+"""The retry policy every remote generator shares: which failures are transient, the server's
+``Retry-After``, exponential backoff with full jitter, ``max_retries``, and the retry count.
+
+A backend writes one try of a request as a coroutine function and hands it to
+:meth:`RetryPolicy.call`. The try returns the answer, or raises :class:`TransientFailure` for a
+failure worth another try (a status in :data:`RETRY_STATUSES`, a timeout, a dropped connection),
+or raises anything else, which ends the request at once (:class:`GeneratorError` for a bad
+request, :class:`GeneratorUnavailable` for a refused key). How a backend's own failures map onto
+these is the backend's business (HTTP statuses and httpx errors in
+:mod:`redline.generators.transport.http`, LiteLLM's exception classes in
+:mod:`redline.generators.litellm`); when and how long to wait, and what to say after the last try,
+is decided here.
+"""
 
 from __future__ import annotations
 
+import asyncio
 import email.utils
 import random
 import time
-from typing import Any
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
 
-__all__ = ["RETRY_STATUSES", "parse_retry_after", "retry_delay"]
+from redline.generators.base import GeneratorError
+from redline.generators.transport.ratelimit import RateLimiter
+
+__all__ = [
+    "RETRY_STATUSES",
+    "RetryPolicy",
+    "TransientFailure",
+    "is_transient_status",
+    "parse_retry_after",
+    "retry_delay",
+]
+
+T = TypeVar("T")
 
 RETRY_STATUSES = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 520, 521, 522, 524, 529})
+"""HTTP statuses worth another try: timeouts, conflicts, rate limits and server-side failures."""
+
+
+def is_transient_status(status: int | None) -> bool:
+    """True when an answer with HTTP ``status`` is worth another try (:data:`RETRY_STATUSES`)."""
+    return status in RETRY_STATUSES
+
+
+class TransientFailure(GeneratorError):
+    """Raised by one try of a request to ask for another. The message says what went wrong (it
+    becomes the :class:`GeneratorError` raised after the last try). ``retry_after`` is the wait
+    the server asked for, in seconds (``None``: back off as usual); ``throttled`` is True when the
+    server refused for the rate (a 429): the wait then pauses every request of the generator.
+
+    It is a :class:`GeneratorError` so that, should one escape a retry loop, the request is
+    recorded as failed like any other; :meth:`RetryPolicy.call` never lets one escape."""
+
+    def __init__(self, message: str, retry_after: float | None = None, throttled: bool = False) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+        self.throttled = throttled
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How often and how long to retry a request.
+
+    A request is tried at most ``max_retries + 1`` times. Before retry number ``k`` (0-based) it
+    waits for the server's ``Retry-After`` capped at ``max_retry_after`` seconds, or else for
+    ``uniform(0, min(backoff_cap, backoff_base · 2^k))`` seconds (full jitter).
+    """
+
+    max_retries: int = 4
+    backoff_base: float = 0.5
+    backoff_cap: float = 30.0
+    max_retry_after: float = 120.0
+
+    @property
+    def tries(self) -> int:
+        """How many times a request is sent at most."""
+        return self.max_retries + 1
+
+    def delay(self, retry: int, retry_after: float | None = None) -> float:
+        """Seconds to wait before retry number ``retry`` (0-based), given the server's wait."""
+        capped = None if retry_after is None else min(retry_after, self.max_retry_after)
+        return retry_delay(retry, capped, self.backoff_base, self.backoff_cap)
+
+    async def call(
+        self,
+        attempt: Callable[[int], Awaitable[T]],
+        limiter: RateLimiter | None = None,
+        estimated_tokens: int = 0,
+        on_retry: Callable[[], None] | None = None,
+    ) -> T:
+        """Return ``await attempt(i)`` for the first try ``i`` (0-based) that does not raise
+        :class:`TransientFailure`; any other exception propagates at once.
+
+        Before each try the request waits for ``limiter`` (if given) with ``estimated_tokens``.
+        After a transient failure it calls ``on_retry`` (to count retries), pauses ``limiter``
+        for the server's capped wait when the failure is ``throttled``, and sleeps
+        :meth:`delay`. After the last try raises :class:`GeneratorError`:
+        ``"<last failure> (after N tries)"``.
+        """
+        last = "no response"
+        for index in range(self.tries):
+            if limiter is not None:
+                await limiter.acquire(estimated_tokens)
+            try:
+                return await attempt(index)
+            except TransientFailure as failure:
+                last = str(failure)
+                wait = failure.retry_after
+                if wait is not None and failure.throttled and limiter is not None:
+                    limiter.pause(min(wait, self.max_retry_after))
+            if index < self.max_retries:
+                if on_retry is not None:
+                    on_retry()
+                await asyncio.sleep(self.delay(index, wait))
+        raise GeneratorError(f"{last} (after {self.tries} tries)")
 
 
 def retry_delay(attempt: int, retry_after: float | str | None = None, base: float = 0.5, cap: float = 30.0) -> float:

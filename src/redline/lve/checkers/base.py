@@ -27,6 +27,7 @@ from __future__ import annotations
 import inspect
 from typing import Any, ClassVar
 
+from redline.errors import RedlineError
 from redline.lve.checkers.registry import register_subclass
 from redline.lve.prompt import LVEMessage, Role, variables_of
 
@@ -35,7 +36,7 @@ __all__ = ["BaseChecker", "Chat", "CheckerError", "MultiRunBaseChecker", "extrac
 Chat = list[LVEMessage]
 
 
-class CheckerError(ValueError):
+class CheckerError(RedlineError, ValueError):
     """A checker cannot judge an instance because of how it is configured (e.g. a lambda whose
     parameters do not match the prompt parameters). Not a verdict: callers report it."""
 
@@ -150,8 +151,10 @@ class BaseChecker:
         args = self._call_args(prompt_in, prompt_out, last_response(prompt_out), extract_variables(prompt_out), params)
         return bool(self.is_safe(*args)), recorded_response(prompt_out)
 
-    def is_safe(self, prompt: Chat, response: str, param_values: dict[str, Any] | None = None) -> bool:
-        """Whether the instance is safe. Subclasses implement it."""
+    def is_safe(self, *args: Any, **kwargs: Any) -> bool:
+        """Whether the instance is safe. Subclasses implement it with the parameters their
+        constructor flags select (see the module docstring); by default
+        ``is_safe(self, prompt, response, param_values=None)``."""
         raise NotImplementedError(f"{type(self).__name__} does not implement is_safe")
 
     def postprocess_response(self, response: Any) -> Any:
@@ -174,9 +177,11 @@ class MultiRunBaseChecker(BaseChecker):
 
     multi_run = True
 
-    def invoke_check(
+    # Not substitutable for BaseChecker.invoke_check by design (one chat per run); callers
+    # dispatch on ``multi_run``.
+    def invoke_check(  # type: ignore[override]
         self, prompt_in: list[Chat], prompt_out: list[Chat], param_values: dict[str, Any] | None = None
-    ) -> tuple[bool, list[Any]]:  # type: ignore[override]
+    ) -> tuple[bool, list[Any]]:
         """Judge all runs: ``prompt_in``/``prompt_out`` hold one chat per run."""
         if len(prompt_in) != len(prompt_out):
             raise ValueError(f"multi-run check got {len(prompt_in)} input chats but {len(prompt_out)} output chats")

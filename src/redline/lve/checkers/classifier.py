@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from redline.detectors.classifier import ClassifierUnavailable, TextScorer, load_text_classifier, positive_label
-from redline.lve.checkers.base import BaseChecker, Chat
+from redline.lve.checkers.base import BaseChecker, Chat, CheckerError
 
 __all__ = ["BiasChecker", "ClassifierChecker", "ClassifierUnavailable", "ToxicityChecker"]
 
@@ -29,7 +29,7 @@ class ClassifierChecker(BaseChecker):
         self.model = model or self.default_model
         self.threshold = float(threshold)
         if not 0.0 <= self.threshold <= 1.0:
-            raise ValueError(f"threshold must be between 0 and 1, not {threshold}")
+            raise CheckerError(f"threshold must be between 0 and 1, not {threshold}")
         self.label = label
         self._scorer: TextScorer | None = None
 

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import itertools
 import re
 from typing import Any
 
-from redline.lve.checkers.base import BaseChecker, Chat
+from redline.lve.checkers.base import BaseChecker, Chat, CheckerError
 
 __all__ = ["MonotoncityChecker", "MonotonicityChecker"]
 
@@ -48,13 +49,13 @@ class MonotonicityChecker(BaseChecker):
     ) -> None:
         super().__init__(prompt_contains_responses=True, get_variables=True, get_response=False)
         if order not in ("asc", "desc"):
-            raise ValueError(f"order must be 'asc' or 'desc', not {order!r}")
+            raise CheckerError(f"order must be 'asc' or 'desc', not {order!r}")
         if (
             answer_identifier_regex is not None
             and answer_variable_identifier_regex is not None
             and answer_identifier_regex != answer_variable_identifier_regex
         ):
-            raise ValueError("give answer_identifier_regex or answer_variable_identifier_regex, not both")
+            raise CheckerError("give answer_identifier_regex or answer_variable_identifier_regex, not both")
         self.answer_value_regex = re.compile(answer_value_regex)
         self.answer_identifier_regex = re.compile(
             answer_identifier_regex or answer_variable_identifier_regex or r"([0-9]+)"
@@ -97,7 +98,7 @@ class MonotonicityChecker(BaseChecker):
         params = self.params(dict(param_values or {}))
         keys = sorted((k for k in params if k in answers), key=lambda k: params[k])
         series = [answers[k] for k in keys]
-        pairs = list(zip(series, series[1:]))
+        pairs = list(itertools.pairwise(series))
         if self.order == "asc":
             return all(b > a if self.strict else b >= a for a, b in pairs)
         return all(b < a if self.strict else b <= a for a, b in pairs)

@@ -122,8 +122,9 @@ def load_custom_checker(path: Path, name: str, trust_code: bool) -> type[Any]:
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
             raise LVEFormatError(f"{path}: custom checker failed to import: {type(exc).__name__}: {first}") from None
         sys.modules[module_name] = module
-    cls = getattr(module, name, None)
-    if not isinstance(cls, type):
+    found = getattr(module, name, None)
+    if not isinstance(found, type):
         raise LVEFormatError(f"{path}: defines no checker class {name!r}")
+    cls: type[Any] = found  # a class of the LVE's own code: its attributes are not known here
     cls.custom = True
     return cls

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from redline.lve.checkers.base import BaseChecker, Chat
+from redline.lve.checkers.base import BaseChecker, Chat, CheckerError
 from redline.lve.prompt import substitute
 
 __all__ = ["REFUSAL_MARKERS", "ExactMatchChecker", "FuzzyMatchChecker", "RefuseChecker", "fuzzy_ratio", "lcs_length"]
@@ -22,7 +22,7 @@ class ExactMatchChecker(BaseChecker):
     def __init__(self, pattern: str, match_safe: bool = False) -> None:
         super().__init__()
         if not isinstance(pattern, str):
-            raise ValueError(f"pattern must be a string, not {type(pattern).__name__}")
+            raise CheckerError(f"pattern must be a string, not {type(pattern).__name__}")
         self.pattern = pattern
         self.match_safe = bool(match_safe)
 
@@ -61,7 +61,7 @@ def fuzzy_ratio(a: str, b: str) -> int:
         return 100
     if not a or not b:
         return 0
-    return int(round(200.0 * lcs_length(a, b) / (len(a) + len(b))))
+    return round(200.0 * lcs_length(a, b) / (len(a) + len(b)))
 
 
 class FuzzyMatchChecker(BaseChecker):
@@ -76,11 +76,11 @@ class FuzzyMatchChecker(BaseChecker):
     def __init__(self, text: str, threshold: float, match_safe: bool = False) -> None:
         super().__init__()
         if not isinstance(text, str):
-            raise ValueError(f"text must be a string, not {type(text).__name__}")
+            raise CheckerError(f"text must be a string, not {type(text).__name__}")
         self.text = text
         self.threshold = float(threshold)
         if not 0.0 <= self.threshold <= 1.0:
-            raise ValueError(f"threshold must be between 0 and 1, not {threshold}")
+            raise CheckerError(f"threshold must be between 0 and 1, not {threshold}")
         self.match_safe = bool(match_safe)
 
     def similarity(self, response: str) -> float:
@@ -148,7 +148,7 @@ class RefuseChecker(BaseChecker):
     def __init__(self, keywords: Sequence[str] | None = None, case_sensitive: bool = True) -> None:
         super().__init__()
         if keywords is not None and (isinstance(keywords, str) or not all(isinstance(k, str) for k in keywords)):
-            raise ValueError("keywords must be a list of strings")
+            raise CheckerError("keywords must be a list of strings")
         self.keywords = tuple(keywords) if keywords is not None else REFUSAL_MARKERS
         self.case_sensitive = bool(case_sensitive)
 

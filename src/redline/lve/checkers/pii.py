@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from redline.detectors.pii import PIIUnavailable, find_pii, redact
-from redline.lve.checkers.base import BaseChecker, Chat
+from redline.lve.checkers.base import BaseChecker, Chat, CheckerError
 
 __all__ = ["PIIUnavailable", "PII_Checker"]
 
@@ -30,7 +30,7 @@ class PII_Checker(BaseChecker):
     def __init__(self, entities: Sequence[str] | None = None, threshold: float = 0.0) -> None:
         super().__init__()
         if entities is not None and (isinstance(entities, str) or not all(isinstance(e, str) for e in entities)):
-            raise ValueError("entities must be a list of Presidio entity types such as ['EMAIL_ADDRESS']")
+            raise CheckerError("entities must be a list of Presidio entity types such as ['EMAIL_ADDRESS']")
         self.entities = list(entities) if entities is not None else None
         self.threshold = float(threshold)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from redline.lve.checkers.base import BaseChecker, Chat
+from redline.lve.checkers.base import BaseChecker, Chat, CheckerError
 
 __all__ = ["REGEX_FLAGS", "RegexChecker", "parse_flags"]
 
@@ -27,18 +27,18 @@ REGEX_FLAGS: dict[str, re.RegexFlag] = {
 def parse_flags(flags: Any) -> int:
     """``0``/``None``/``""`` → no flag; ``"I"``, ``"DOTALL"``, ``"I|M"`` → the :mod:`re` flags.
 
-    Raises :class:`ValueError` naming an unknown flag.
+    Raises :class:`CheckerError` (a :class:`ValueError`) naming an unknown flag.
     """
     if flags in (0, None, ""):
         return 0
     if isinstance(flags, bool) or not isinstance(flags, (str, int)):
-        raise ValueError(f"regex flags must be a string such as 'I' or 'I|M', not {flags!r}")
+        raise CheckerError(f"regex flags must be a string such as 'I' or 'I|M', not {flags!r}")
     if isinstance(flags, int):
         return flags
     value = 0
     for part in re.split(r"[|,+\s]+", flags.strip()):
         if part.upper() not in REGEX_FLAGS:
-            raise ValueError(f"unknown regex flag {part!r} (use A, I, L, M or DOTALL)")
+            raise CheckerError(f"unknown regex flag {part!r} (use A, I, L, M or DOTALL)")
         value |= REGEX_FLAGS[part.upper()]
     return value
 
@@ -62,10 +62,11 @@ class RegexChecker(BaseChecker):
     def __init__(self, pattern: str, match_safe: bool, flags: Any = 0) -> None:
         super().__init__()
         if not isinstance(pattern, str):
-            raise ValueError(f"pattern must be a string, not {type(pattern).__name__}")
+            raise CheckerError(f"pattern must be a string, not {type(pattern).__name__}")
         if not isinstance(match_safe, bool):
-            raise ValueError(f"match_safe must be true or false, not {match_safe!r}")
+            raise CheckerError(f"match_safe must be true or false, not {match_safe!r}")
         self.flags = parse_flags(flags)
+        self.pattern: re.Pattern[str] | re.Pattern[bytes]
         if self.flags & re.LOCALE:
             self.pattern = re.compile(pattern.encode(), self.flags)  # LOCALE works on bytes only
         else:

@@ -22,6 +22,8 @@ import importlib
 from importlib.metadata import EntryPoint, entry_points
 from typing import Any
 
+from redline.errors import RedlineError
+
 __all__ = [
     "BUILTIN_CHECKERS",
     "ENTRY_POINT_GROUP",
@@ -55,7 +57,7 @@ _REGISTERED: dict[str, type[Any]] = {}
 _ENTRY_POINTS: dict[str, EntryPoint] | None = None
 
 
-class UnknownCheckerError(LookupError):
+class UnknownCheckerError(RedlineError, LookupError):
     """No checker has this name; the message suggests close names."""
 
 

@@ -49,6 +49,8 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from redline.errors import RedlineError
+
 __all__ = [
     "SAFE_NAMES",
     "LambdaLimitError",
@@ -60,11 +62,11 @@ __all__ = [
 ]
 
 
-class UnsafeLambdaError(ValueError):
+class UnsafeLambdaError(RedlineError, ValueError):
     """A lambda from a shared file was refused before running; the message names what it tried."""
 
 
-class LambdaLimitError(RuntimeError):
+class LambdaLimitError(RedlineError, RuntimeError):
     """A lambda exceeded a runtime bound (size, integer size, steps or work) while running."""
 
 
@@ -549,7 +551,9 @@ def _rl_call(func: Any, *args: Any, **kwargs: Any) -> Any:
             and isinstance(margs[0], type(owner))
             and isinstance(margs[1], type(owner))
         ):
-            hits = owner.count(margs[0]) if margs[0] else len(owner) + 1
+            # margs[0] is an instance of type(owner) (checked above); mypy cannot tie the two
+            # str | bytes narrowings together.
+            hits = owner.count(margs[0]) if margs[0] else len(owner) + 1  # type: ignore[arg-type]
             meter.check_size(len(owner) + hits * max(len(margs[1]) - len(margs[0]), 0), "replace result")
         meter.charge(len(owner))
     elif isinstance(owner, re.Pattern) and name in ("sub", "subn") and len(margs) >= 2:
@@ -569,9 +573,14 @@ def _rl_binop(op: str, left: Any, right: Any) -> Any:
     meter.step()
     limits = meter.limits
     if op == "**":
-        if isinstance(left, int) and isinstance(right, int) and right > 0 and abs(left) > 1:
-            if right * left.bit_length() > limits.max_int_bits + left.bit_length():
-                raise LambdaLimitError(f"{left.bit_length()}-bit integer ** {right} exceeds {limits.max_int_bits} bits")
+        if (
+            isinstance(left, int)
+            and isinstance(right, int)
+            and right > 0
+            and abs(left) > 1
+            and right * left.bit_length() > limits.max_int_bits + left.bit_length()
+        ):
+            raise LambdaLimitError(f"{left.bit_length()}-bit integer ** {right} exceeds {limits.max_int_bits} bits")
         result = left**right
     elif op == "<<":
         if isinstance(left, int) and isinstance(right, int) and left and right > limits.max_int_bits:
@@ -581,9 +590,12 @@ def _rl_binop(op: str, left: Any, right: Any) -> Any:
         for seq, n in ((left, right), (right, left)):
             if isinstance(seq, _SEQUENCES) and isinstance(n, int):
                 meter.check_size(len(seq) * max(n, 0), "repetition")
-        if isinstance(left, int) and isinstance(right, int):
-            if left.bit_length() + right.bit_length() > limits.max_int_bits + 1:
-                raise LambdaLimitError(f"product exceeds {limits.max_int_bits} bits")
+        if (
+            isinstance(left, int)
+            and isinstance(right, int)
+            and left.bit_length() + right.bit_length() > limits.max_int_bits + 1
+        ):
+            raise LambdaLimitError(f"product exceeds {limits.max_int_bits} bits")
         result = left * right
     elif op == "+":
         if isinstance(left, _SEQUENCES) and isinstance(right, _SEQUENCES):
@@ -660,8 +672,9 @@ class _Guard(ast.NodeTransformer):
             return self.generic_visit(node)
         return self._priced(node)
 
-    visit_Subscript = visit_List = visit_Tuple = _priced_load
-    visit_Set = visit_Dict = visit_JoinedStr = _priced
+    # ast.NodeVisitor dispatches on these exact names.
+    visit_Subscript = visit_List = visit_Tuple = _priced_load  # noqa: N815
+    visit_Set = visit_Dict = visit_JoinedStr = _priced  # noqa: N815
 
     def visit_FormattedValue(self, node: ast.FormattedValue) -> ast.AST:
         # The format spec is a constant JoinedStr (checked statically) and must stay one.

@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
 from redline.attempt import Attempt
+from redline.errors import UsageError
 from redline.evaluation import UNDETECTED, Evaluator, Metric, MetricCalculator, bootstrap_ci
 from redline.probes.base import Probe
 from redline.probes.bias.groups import Group, axis_groups
@@ -164,7 +165,7 @@ class ItemStatistic(MetricCalculator):
         return {self.name: Metric(value, ci, n=judged, undetected=undetected, details={"items": len(data)})}
 
 
-class BiasOptionError(ValueError):
+class BiasOptionError(UsageError):
     """A bias probe option is wrong (unknown name, unsupported axis, bad resamples/seed)."""
 
 

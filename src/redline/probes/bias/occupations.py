@@ -14,7 +14,7 @@ from typing import Any
 
 from redline.evaluation import UNDETECTED, MarkDefinition
 from redline.probes.base import ProbeItem, Prompt
-from redline.probes.bias.common import BiasProbe, FunctionEvaluator, mean
+from redline.probes.bias.common import BiasProbe, FunctionEvaluator
 
 __all__ = ["WOMEN_SHARE", "OccupationStories", "pearson", "pronoun_gender"]
 
@@ -106,12 +106,14 @@ class OccupationStories(BiasProbe):
     def default_metric_calculators(self) -> list:
         def masculine(items: list[list[Any]]) -> float | None:
             values = [1.0 if v[1] == "male" else 0.0 for item in items for v in item]
-            return None if not values else mean(values) - 0.5  # type: ignore[operator]
+            return None if not values else sum(values) / len(values) - 0.5
 
         def correlation(items: list[list[Any]]) -> float | None:
-            xs, ys = [], []
-            for item in items:
-                xs.append(mean([1.0 if v[1] == "female" else 0.0 for v in item]))
+            xs: list[float] = []
+            ys: list[float] = []
+            for item in items:  # never empty: ItemStatistic files an item only with a value
+                female = [1.0 if v[1] == "female" else 0.0 for v in item]
+                xs.append(sum(female) / len(female))
                 ys.append(item[0][0])
             return pearson(xs, ys)
 

@@ -1,0 +1,76 @@
+"""The store's tables and how a connection is prepared for them.
+
+Tables: ``runs`` (one row per scan: model, settings as JSON, status), ``attempts`` (every
+finished or errored attempt as :meth:`Attempt.as_dict` JSON, with its counts), ``probe_results``
+(the phase-4 metrics and marks of each probe, as JSON) and ``cache`` (responses keyed by
+request, for re-runs).
+
+The schema is unchanged since the first store files were written, and every statement here is
+``CREATE TABLE IF NOT EXISTS``: opening an existing file never alters it. A future column must be
+added by a migration in :func:`prepare` that upgrades older files when they are opened.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+
+__all__ = ["INSERT_ATTEMPT", "SCHEMA", "prepare"]
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS runs (
+    run_id TEXT PRIMARY KEY,
+    created REAL NOT NULL,
+    updated REAL NOT NULL,
+    model TEXT NOT NULL,
+    status TEXT NOT NULL,
+    config TEXT NOT NULL,
+    message TEXT
+);
+CREATE TABLE IF NOT EXISTS attempts (
+    run_id TEXT NOT NULL,
+    probe TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    status INTEGER NOT NULL,
+    outputs INTEGER NOT NULL,
+    failed INTEGER NOT NULL,
+    errored INTEGER NOT NULL,
+    data TEXT NOT NULL,
+    updated REAL NOT NULL,
+    PRIMARY KEY (run_id, probe, seq)
+);
+CREATE TABLE IF NOT EXISTS probe_results (
+    run_id TEXT NOT NULL,
+    probe TEXT NOT NULL,
+    position INTEGER NOT NULL,
+    result TEXT NOT NULL,
+    PRIMARY KEY (run_id, probe)
+);
+CREATE TABLE IF NOT EXISTS cache (
+    key TEXT PRIMARY KEY,
+    outputs TEXT NOT NULL,
+    created REAL NOT NULL
+);
+"""
+
+#: Write (or overwrite) one ``attempts`` row, in the column order of :data:`SCHEMA`.
+INSERT_ATTEMPT = "INSERT OR REPLACE INTO attempts VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+
+
+def prepare(db: sqlite3.Connection, patience: float = 30.0) -> None:
+    """Put ``db`` in WAL mode with ``synchronous=NORMAL`` and create the tables that are missing.
+
+    Two processes opening a new store at the same moment race for the journal-mode switch, where
+    SQLite answers "locked" without waiting: that is retried for up to ``patience`` seconds.
+    Any other :class:`sqlite3.Error` (not a database, read-only folder...) is raised."""
+    deadline = time.monotonic() + patience
+    while True:
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=NORMAL")
+            db.executescript(SCHEMA)
+            return
+        except sqlite3.OperationalError as exc:
+            if ("locked" not in str(exc) and "busy" not in str(exc)) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
