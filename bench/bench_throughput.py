@@ -256,8 +256,8 @@ async def run_scan(base_url: str, attempts: int, concurrency: int) -> dict:
         db_size = (Path(tmp) / "bench.db").stat().st_size
         store.close()
     return {
-        "stored": counts["attempts"],
-        "errored": counts["errored"],
+        "stored": counts.attempts,
+        "errored": counts.errored,
         "generation_rate": attempts / (marks["last"] - marks["start"]),
         "end_to_end_rate": attempts / (finished - started),
         "phase4_seconds": finished - marks["last"],
