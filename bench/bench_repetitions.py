@@ -14,6 +14,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from redline.attempt import Conversation
 from redline.engine import ScanConfig, scan
 from redline.generators import get_generator
 from redline.store import Store
@@ -22,12 +23,7 @@ from redline.store import Store
 async def main(sample: int, max_tokens: int) -> None:
     gen = get_generator("smollm2", max_tokens=max_tokens, temperature=0.7, batch_size=64)
     await gen.start()
-    await gen.generate(
-        __import__("redline.attempt", fromlist=["Conversation"]).Conversation.from_openai(
-            [{"role": "user", "content": "hi"}]
-        ),
-        1,
-    )
+    await gen.generate(Conversation.from_openai([{"role": "user", "content": "hi"}]), 1)  # warm up
     times = {}
     with tempfile.TemporaryDirectory() as tmp:
         for reps in (1, 5):
