@@ -125,7 +125,7 @@ def _from_hf(dataset: Any, where: str) -> tuple[list[str], list[dict[str, Any]]]
 
 def _import_datasets(where: str) -> Any:
     try:
-        import datasets
+        import datasets  # optional extra, heavy: loaded only for a saved or hub dataset
     except ImportError:
         raise DatasetError(
             f"{where}: reading it needs the 'datasets' package (pip install 'redline[datasets]')"
@@ -184,7 +184,7 @@ def _read_source(source: str) -> tuple[list[str], list[dict[str, Any]]]:
             return _read_json(path)
         if suffix == ".parquet":
             try:
-                import pyarrow.parquet as pq
+                import pyarrow.parquet as pq  # heavy: loaded only for a Parquet file
             except ImportError:
                 raise DatasetError(
                     f"{source}: reading Parquet needs pyarrow (pip install 'redline[datasets]')"

@@ -16,7 +16,7 @@ __all__ = ["hub_reachable", "in_hf_cache"]
 def in_hf_cache(model_id: str) -> bool:
     """Whether ``model_id``'s config is in the local Hugging Face cache."""
     try:
-        from huggingface_hub import try_to_load_from_cache
+        from huggingface_hub import try_to_load_from_cache  # optional: only with local models
     except ImportError:
         return False
     try:

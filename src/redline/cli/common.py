@@ -2,15 +2,30 @@
 
 from __future__ import annotations
 
+import asyncio
+import datetime as dt
 import json
 import os
 import sys
+import time as _time
 import traceback
 from pathlib import Path
 from typing import Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    ProgressColumn,
+    SpinnerColumn,
+    TextColumn,
+    TimeElapsedColumn,
+)
+from rich.table import Table
+from rich.text import Text
 
 from redline.detectors import detectors as detector_registry
 from redline.engine import scan
@@ -76,19 +91,6 @@ def open_store(path: Path, must_exist: bool = False):
 def run_scan(config: Any, store_path: Path, *, resume: str | None, retry_errors: bool, quiet: bool) -> str:
     """Run a scan with a progress bar on stderr; returns the run id. On Ctrl-C, prints how to
     resume and exits 130."""
-    import asyncio
-    import time as _time
-
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        ProgressColumn,
-        SpinnerColumn,
-        TextColumn,
-        TimeElapsedColumn,
-    )
-    from rich.text import Text
 
     class RateColumn(ProgressColumn):
         """Attempts per second since this scan started, and the ETA at that rate (rich's own
@@ -209,9 +211,6 @@ def _no_mark(probe: ProbeSummary, metric: str) -> str:
 
 
 def _print_table(summary: RunSummary) -> None:
-    from rich.markup import escape
-    from rich.table import Table
-
     # names and reasons come from models, LVE files and servers: shown literally, never as markup
     table = Table(title=escape(f"run {summary.run_id} · model {summary.model} · {summary.status}"))
     table.add_column("probe")
@@ -251,8 +250,6 @@ def _print_table(summary: RunSummary) -> None:
 
 
 def print_plugins(kind: str, as_json: bool) -> None:
-    from rich.table import Table
-
     registry = {"probes": probe_registry, "detectors": detector_registry}.get(kind, generator_registry)
     rows = []
     for name in registry.names():
@@ -299,16 +296,11 @@ def print_plugins(kind: str, as_json: bool) -> None:
 
 
 def print_runs(store_path: Path, as_json: bool) -> None:
-    import datetime as dt
-
-    from rich.table import Table
-
     with open_store(store_path, must_exist=True) as store:
         runs = store.list_runs()
     if as_json:
         sys.stdout.write(json.dumps([r.as_dict() for r in runs], indent=2) + "\n")
         return
-    from rich.markup import escape
 
     table = Table(title=escape(f"runs in {store_path}"))
     for col in ("run", "created", "model", "status", "attempts", "failed", "errored"):

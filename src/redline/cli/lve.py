@@ -7,6 +7,7 @@ stderr and exit with status 1 (see :func:`redline.cli.common.report_exception`).
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sys
 from collections.abc import Iterator
@@ -15,6 +16,9 @@ from pathlib import Path
 from typing import Any
 
 import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
 
 from redline.cli.common import report_exception
 from redline.errors import UsageError
@@ -91,10 +95,6 @@ def verify(
 
 
 def _print_report(report: Any) -> None:
-    from rich.console import Console
-    from rich.markup import escape
-    from rich.table import Table
-
     out, err = Console(), Console(stderr=True)
     out.print(f"{report.lves} LVEs, {report.total} recorded instances", highlight=False)
     table = Table(show_header=True)
@@ -134,8 +134,6 @@ def run(
 ) -> None:
     """Run one LVE against a model and print the verdict (exit status 0 either way)."""
     with _user_errors():
-        import asyncio
-
         lve = _single_lve(path)
         params = _parse_params(param)
         unknown = sorted(set(params) - set(lve.prompt_parameters))
@@ -219,8 +217,6 @@ def record(
 ) -> None:
     """Run an LVE once per parameter line and append the post-processed instances."""
     with _user_errors():
-        import asyncio
-
         lve = _single_lve(path)
         rows = _read_param_rows(params_file, lve)
         options = _model_options(lve, temperature, max_tokens, top_p)

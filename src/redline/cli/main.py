@@ -13,6 +13,7 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
+import click
 import typer
 
 from redline.cli import common
@@ -282,8 +283,6 @@ def _absolute_model_path(spec: str) -> str:
 
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the ``redline`` console script."""
-    import click
-
     # Libraries we load (transformers' GGUF conversion, classifier pipelines) draw their own tqdm
     # bars; the CLI shows one progress bar of its own. tqdm reads this when it is first imported.
     os.environ.setdefault("TQDM_DISABLE", "1")

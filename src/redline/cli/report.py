@@ -17,6 +17,8 @@ from enum import Enum
 from pathlib import Path
 
 import typer
+from rich.markup import escape
+from rich.table import Table
 
 from redline.cli.common import open_store, out_console
 from redline.errors import UsageError
@@ -136,9 +138,6 @@ def compare(
 
 
 def _print_comparison(result: dict) -> None:
-    from rich.markup import escape
-    from rich.table import Table
-
     def rate(side: dict | None) -> str:
         if not side:
             return "-"

@@ -23,7 +23,7 @@ class DetectorOptionError(UsageError):
 
 def parse_detector_options(items: Iterable[str]) -> dict[str, dict[str, Any]]:
     """Parse ``--detector-opt`` items into ``{detector name: {key: value}}`` (see module doc)."""
-    import yaml
+    import yaml  # loaded when --detector-opt is given, not at CLI start
 
     options: dict[str, dict[str, Any]] = {}
     for item in items:

@@ -20,7 +20,7 @@ import re
 import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from importlib import resources
+from importlib import metadata, resources
 from pathlib import Path
 
 from redline.attempt import Attempt
@@ -292,8 +292,6 @@ class PackageIndex:
 
 def _installed_names() -> tuple[set[str], set[str]]:
     """Installed distributions (normalised) and their top-level import names."""
-    from importlib import metadata
-
     dists: set[str] = set()
     modules: set[str] = set()
     try:

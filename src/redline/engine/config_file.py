@@ -197,7 +197,7 @@ def check_family_options(model: str, options: dict[str, Any], where: str) -> Non
 def load_config(path: str | Path) -> dict[str, Any]:
     """Read and check a scan configuration file; returns the scan keys it sets (``probes`` as one
     comma-separated string, ``lve`` paths made absolute from the file's folder)."""
-    import yaml
+    import yaml  # loaded when a config file is read, not at CLI start
 
     file = Path(path)
     try:
@@ -246,7 +246,7 @@ def load_config(path: str | Path) -> dict[str, Any]:
 def parse_gen_opts(items: list[str]) -> dict[str, Any]:
     """``["temperature=0", "stop=[END]"]`` → ``{"temperature": 0, "stop": ["END"]}``: each value is
     read as YAML (numbers, booleans, lists, mappings), else kept as text."""
-    import yaml
+    import yaml  # loaded when --gen-opt is given, not at CLI start
 
     options: dict[str, Any] = {}
     for item in items:

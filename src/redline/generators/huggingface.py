@@ -128,8 +128,6 @@ class TransformersGenerator(Generator):
 
     def preflight(self) -> None:
         """The model path (a hub id is only checked when loading), the packages and the device."""
-        import importlib.util
-
         source, gguf = self._source()
         for package in ("torch", "transformers"):
             if importlib.util.find_spec(package) is None:

@@ -14,7 +14,9 @@ thread (the event loop stays free); the harness's concurrency only queues them.
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -73,9 +75,6 @@ class LlamaCppGenerator(Generator):
     def preflight(self) -> None:
         """The package first (the install command is the fix that matters most), then the file;
         neither is imported nor read here."""
-        import importlib.util
-        import sys
-
         try:
             found = sys.modules.get("llama_cpp") is not None or importlib.util.find_spec("llama_cpp") is not None
         except (ImportError, ValueError):

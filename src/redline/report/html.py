@@ -52,7 +52,7 @@ def csp_policy(nonce: str) -> str:
 
 def environment() -> Any:
     """The Jinja2 environment of the report templates (autoescape on, undefined is an error)."""
-    import jinja2
+    import jinja2  # loaded when a report is rendered, not at CLI start
 
     env = jinja2.Environment(
         loader=jinja2.PackageLoader("redline.report", "templates"),
