@@ -54,6 +54,27 @@ def _x(value: float, lo: float, hi: float) -> float:
     return round(PLOT_X + (value - lo) / (hi - lo) * PLOT_W, 2)
 
 
+def _frame(count: int, ticks: list[dict], **parts: object) -> dict:
+    """The geometry every chart shares, for ``count`` rows, with ``ticks`` and the chart's own
+    ``parts`` (bars, lines, rows...)."""
+    height = TOP + count * ROW_H + 8
+    return {
+        "width": WIDTH,
+        "height": height,
+        "plot_x": PLOT_X,
+        "plot_w": PLOT_W,
+        "top": TOP,
+        "bottom": height - 8,
+        "value_x": PLOT_X + PLOT_W + 12,
+        "ticks": ticks,
+        **parts,
+    }
+
+
+def _rate_ticks() -> list[dict]:
+    return [{"x": _x(t, 0, 1), "label": f"{int(t * 100)}%"} for t in (0, 0.25, 0.5, 0.75, 1.0)]
+
+
 def rate_chart(probes: Sequence[ProbeSummary]) -> dict | None:
     """Failure rate per probe as horizontal bars with 95% whiskers (``None`` when no probe has
     a failure rate)."""
@@ -80,19 +101,7 @@ def rate_chart(probes: Sequence[ProbeSummary]) -> dict | None:
                 "cls": rate_class(rate),
             }
         )
-    height = TOP + len(rows) * ROW_H + 8
-    ticks = [{"x": _x(t, 0, 1), "label": f"{int(t * 100)}%"} for t in (0, 0.25, 0.5, 0.75, 1.0)]
-    return {
-        "width": WIDTH,
-        "height": height,
-        "plot_x": PLOT_X,
-        "plot_w": PLOT_W,
-        "top": TOP,
-        "bottom": height - 8,
-        "value_x": PLOT_X + PLOT_W + 12,
-        "ticks": ticks,
-        "bars": bars,
-    }
+    return _frame(len(rows), _rate_ticks(), bars=bars)
 
 
 def _domain(values: list[float]) -> tuple[float, float]:
@@ -140,25 +149,13 @@ def metric_chart(probes: Sequence[ProbeSummary]) -> dict | None:
                 text=f"{float(value):+.2f}",
             )
         rows.append(row)
-    height = TOP + len(items) * ROW_H + 8
     step = 0.5 if hi - lo > 1.01 else 0.25
     ticks = []
     t = lo
     while t <= hi + 1e-9:
         ticks.append({"x": _x(t, lo, hi), "label": f"{t:+.2f}" if lo < 0 else f"{t:.2f}"})
         t = round(t + step, 6)
-    return {
-        "width": WIDTH,
-        "height": height,
-        "plot_x": PLOT_X,
-        "plot_w": PLOT_W,
-        "top": TOP,
-        "bottom": height - 8,
-        "zero_x": _x(0.0, lo, hi),
-        "value_x": PLOT_X + PLOT_W + 12,
-        "ticks": ticks,
-        "rows": rows,
-    }
+    return _frame(len(items), ticks, zero_x=_x(0.0, lo, hi), rows=rows)
 
 
 def dumbbell_chart(rows: list[dict]) -> dict | None:
@@ -193,16 +190,4 @@ def dumbbell_chart(rows: list[dict]) -> dict | None:
                 "text": "" if r.get("difference") is None else f"{r['difference'] * 100:+.1f} pts",
             }
         )
-    height = TOP + len(usable) * ROW_H + 8
-    ticks = [{"x": _x(t, 0, 1), "label": f"{int(t * 100)}%"} for t in (0, 0.25, 0.5, 0.75, 1.0)]
-    return {
-        "width": WIDTH,
-        "height": height,
-        "plot_x": PLOT_X,
-        "plot_w": PLOT_W,
-        "top": TOP,
-        "bottom": height - 8,
-        "value_x": PLOT_X + PLOT_W + 12,
-        "ticks": ticks,
-        "lines": lines,
-    }
+    return _frame(len(usable), _rate_ticks(), lines=lines)
