@@ -1,7 +1,7 @@
 """The ``redline`` command line.
 
-Heavy modules (the harness, torch, transformers) are imported inside the commands, so
-``redline --help`` answers at once. Every user mistake ends in one ``error: ...`` line on stderr
+Heavy third-party packages (torch, transformers, httpx, jinja2, PyYAML) are imported only by
+the code that uses them, so ``redline --help`` answers at once. Every user mistake ends in one ``error: ...`` line on stderr
 and a non-zero exit code, never a traceback (set ``REDLINE_DEBUG=1`` to see one).
 """
 

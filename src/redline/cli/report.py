@@ -1,8 +1,6 @@
 """``redline report`` and ``redline compare``: the HTML report, exports and run comparison.
 
-Mounted by :func:`redline.cli.main._mount_optional` through :func:`register`. Only Typer is
-imported at module level (``redline --help`` stays fast); report modules load inside commands.
-Files are written to a temporary file next to the target and renamed into place, so a failed
+Mounted by :mod:`redline.cli.main` through :func:`register`. Files are written to a temporary file next to the target and renamed into place, so a failed
 export never leaves a half-written file behind.
 """
 
