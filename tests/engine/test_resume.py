@@ -9,6 +9,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
 
 from fakes import ScriptedGenerator
@@ -81,28 +82,37 @@ def test_kill_9_mid_scan_then_resume_equals_an_uninterrupted_run(tmp_path):
         assert len(server.requests) == 76
 
     db = tmp_path / "killed.db"
-    with MockOpenAI(responder=responder, latency=0.05) as server:
+    # The first 12 requests are answered; every later one is held until the scan has been killed,
+    # so the kill lands at the same point whatever the machine's speed: 12 attempts stored and
+    # 4 (--concurrency) requests in flight.
+    release = threading.Event()
+
+    def hold_after_twelve(index: int, body: dict) -> None:
+        if index >= 12:
+            release.wait(timeout=120)  # a guard against a hang only
+
+    with MockOpenAI(responder=responder, faults=hold_after_twelve) as server:
         proc = scan_cli(server, db)
-        deadline = time.time() + 60
+        deadline = time.monotonic() + 120  # a guard against a hang only
         stored = 0
-        while time.time() < deadline:
+        while stored < 12 and time.monotonic() < deadline and proc.poll() is None:
             if db.exists():
                 try:
                     with sqlite3.connect(db) as con:
                         stored = con.execute("SELECT COUNT(*) FROM attempts").fetchone()[0]
                 except sqlite3.OperationalError:
                     stored = 0
-            if stored >= 12:
-                break
             time.sleep(0.01)
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait()
+        release.set()
         with sqlite3.connect(db) as con:
             assert con.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
             (run_id,) = con.execute("SELECT run_id FROM runs").fetchone()
         before = rows(db)
-        assert 12 <= len(before) < 76, len(before)
+        assert len(before) == 12, len(before)
         sent_before = sum(server.counts.values())
+        assert sent_before == 16  # 12 answered, 4 held when the scan died
 
         proc = scan_cli(server, db, "--resume", run_id)
         out, err = proc.communicate(timeout=120)
