@@ -101,7 +101,7 @@ def test_list_commands():
     [
         (("scan", "--probes", "nosuch", "-m", "test.echo"), ("unknown probe 'nosuch'",)),
         (("scan", "--model", "nosuch:thing"), ("unknown generator 'nosuch'",)),
-        (("scan", "--bogus-option"), ("No such option",)),
+        (("scan", "--bogus-option"), ("no such option: --bogus-option",)),
         (("scan", "--generations", "0", "-m", "test.echo"), ("--generations",)),
         (("scan", "--model", "openai:gpt-4o-mini"), ("missing API key", "OPENAI_API_KEY")),
         (("scan", "--model", "openai:any", "--base-url", "http://127.0.0.1:9/v1"), ("cannot reach", "127.0.0.1:9")),
@@ -117,6 +117,7 @@ def test_user_mistakes_give_one_line_and_nonzero_exit(tmp_path, args, needles):
     extra = ("--store", db) if args[0] in ("scan", "show") and "--bogus-option" not in args else ()
     proc = redline(*args, *extra)
     assert_one_line_error(proc, *needles)
+    assert proc.returncode == 1  # the README's status for a user mistake
 
 
 def test_resume_of_unknown_store_is_one_line(tmp_path):

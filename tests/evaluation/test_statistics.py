@@ -325,7 +325,7 @@ def test_fewer_than_five_judged_outputs_get_no_mark(n, expected):
     assert mark.mark == expected
     if expected is None:
         assert mark.meaning.startswith("not measured")
-        assert f"{n} judged outputs" in mark.meaning and "at least 5" in mark.meaning
+        assert f"{n} judged output{'' if n == 1 else 's'}," in mark.meaning and "at least 5" in mark.meaning
 
 
 def test_min_n_can_be_changed():

@@ -26,10 +26,9 @@ def test_accepted_options_are_the_declared_ones():
     for family in BUILTIN_GENERATORS:
         cls = generators.load(family)
         declared = {spec.name for spec in cls.option_specs}
-        if family.startswith("test."):
-            assert cls.accepted_options is None and declared == {"delay"}  # test families take anything
-        else:
-            assert cls.accepted_options == declared, family
+        assert cls.accepted_options == declared, family
+        if family.startswith("test."):  # delay, and a model's sampling options (which change nothing)
+            assert declared == {"delay", "max_tokens", "temperature", "top_p", "seed"}, family
     openai = generators.load("openai").accepted_options
     assert {"timeout", "rpm", "headers", "api", "extra_body", "stop", "seed"} <= openai
     assert generators.load("litellm").accepted_options == openai - {"headers", "api"}
@@ -147,7 +146,9 @@ def test_an_option_the_family_does_not_declare_is_refused_with_what_it_takes():
     assert "\n" not in message
     with pytest.raises(ConfigError, match="does not take option 'n_ctx'"):
         build_scan_config({}, {"model": "openai:m"}, parse_gen_opts(["n_ctx=512"]))
-    build_scan_config({}, {"model": "test.echo"}, parse_gen_opts(["delay=0", "whatever=1"]))
+    build_scan_config({}, {"model": "test.echo"}, parse_gen_opts(["delay=0", "max_tokens=5", "temperature=0"]))
+    with pytest.raises(ConfigError, match=r"^--gen-opt: the test.echo generator does not take option 'whatever'"):
+        build_scan_config({}, {"model": "test.echo"}, parse_gen_opts(["delay=0", "whatever=1"]))
 
 
 @pytest.mark.parametrize(

@@ -148,14 +148,14 @@ def test_an_option_the_family_does_not_read_is_an_error_not_silently_ignored(tmp
         build_scan_config({}, {"model": "hf:/models/x"}, {"base_url": "http://127.0.0.1:1/v1"})
     with pytest.raises(ConfigError, match=r"^--gen-opt: the llamacpp generator does not take option 'batch_size'"):
         build_scan_config({}, {"model": "llamacpp:/m.gguf"}, parse_gen_opts(["batch_size=4"]))
-    # every family takes what its docstring promises; third-party and test families take anything
+    # every family takes what its docstring promises; third-party families take anything
     for model, options in [
         ("openai:m", ["stop=[END]", "seed=1", "api=completions", "headers={X-A: b}", "max_retry_after=5"]),
         ("rest:n", ["url=http://h/x", "body={q: '{prompt}'}", "response_path=a", "method=PUT", "rpm=60"]),
         ("litellm:p/m", ["stop=[x]", "seed=2", "extra_body={a: 1}", "max_retry_after=3"]),
         ("llamacpp:/m.gguf", ["n_ctx=512", "n_threads=2", "n_gpu_layers=0", "chat_format=chatml"]),
         ("hf:/m", ["device=cpu", "batch_size=4", "batch_wait=0", "gguf_file=m.gguf", "system_prompt=hi"]),
-        ("test.echo", ["delay=0.1", "anything_goes=1"]),
+        ("test.echo", ["delay=0.1", "max_tokens=8", "temperature=0", "top_p=1", "seed=3"]),
     ]:
         build_scan_config({}, {"model": model}, parse_gen_opts(options))
 

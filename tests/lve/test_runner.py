@@ -232,7 +232,7 @@ def test_record_cli_appends_instances(root, lve, recorded, p1, p2, rows, answer,
         "0",
     )
     assert result.exit_code == 0, result.output
-    assert "recorded 2 instance(s), 1 unsafe" in result.stdout
+    assert "recorded 2 instances, 1 unsafe" in result.stdout
     lines = [json.loads(l) for l in (folder / "instances" / "redline.jsonl").read_text().splitlines()]
     assert [(l["response"], l["passed"], l["author"], l["args"]["temperature"]) for l in lines] == [
         (answer, True, "me", 0.0),

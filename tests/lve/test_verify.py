@@ -66,7 +66,7 @@ def test_verify_with_trust_code_runs_the_custom_checkers_too(root, total):
 def test_verify_cli_table_on_one_lve(root, lve, instances):
     result = cli("verify", str(root / lve))
     assert result.exit_code == 0
-    assert f"1 LVEs, {instances} recorded instances" in result.stdout and "agree" in result.stdout
+    assert f"1 LVE, {instances} recorded instances" in result.stdout and "agree" in result.stdout
 
 
 def _copy(samples: Path, tmp_path: Path) -> Path:

@@ -26,6 +26,7 @@ from redline.generators import get_generator
 from redline.lve.model import find_lves, load_lve
 from redline.lve.runner import record_lve, run_lve
 from redline.lve.verify import verify as run_verify
+from redline.report.formatting import plural
 
 app = typer.Typer(
     help="Run, record and verify LVEs (language model vulnerabilities and exposures, github.com/lve-org/lve).",
@@ -96,7 +97,7 @@ def verify(
 
 def _print_report(report: Any) -> None:
     out, err = Console(), Console(stderr=True)
-    out.print(f"{report.lves} LVEs, {report.total} recorded instances", highlight=False)
+    out.print(f"{plural(report.lves, 'LVE')}, {plural(report.total, 'recorded instance')}", highlight=False)
     table = Table(show_header=True)
     table.add_column("result")
     table.add_column("count", justify="right")
@@ -241,4 +242,4 @@ def record(
 
         results = asyncio.run(go())
         unsafe = sum(1 for run_result, _ in results if not run_result.safe)
-        typer.echo(f"recorded {len(results)} instance(s), {unsafe} unsafe, to {results[-1][1]}")
+        typer.echo(f"recorded {plural(len(results), 'instance')}, {unsafe} unsafe, to {results[-1][1]}")

@@ -2,7 +2,7 @@
 
 Heavy third-party packages (torch, transformers, httpx, jinja2, PyYAML) are imported only by
 the code that uses them, so ``redline --help`` answers at once. Every user mistake ends in one ``error: ...`` line on stderr
-and a non-zero exit code, never a traceback (set ``REDLINE_DEBUG=1`` to see one).
+and exit status 1, never a traceback (set ``REDLINE_DEBUG=1`` to see one).
 """
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
-import click
 import typer
 
 from redline.cli import common
+from redline.cli import demo as demo_cli
 from redline.cli import lve as lve_cli
 from redline.cli import report as report_cli
 from redline.cli.common import err_console
@@ -34,7 +34,26 @@ app = typer.Typer(
     rich_markup_mode=None,
 )
 
-STORE_OPTION = typer.Option("redline.db", "--store", help="SQLite store file.", envvar="REDLINE_STORE")
+# The command-line parser's exceptions, from the module that defines typer's BadParameter: click's
+# own (older typer is built on click) or those of the copy of click that newer typer ships, so
+# that redline needs no click of its own. ``NoArgsIsHelpError`` (click 8.2 and later) is raised by
+# a command group called without a command; older versions print the help and exit 0 themselves.
+_parser_errors = sys.modules[typer.BadParameter.__module__]
+_PARSER_ERROR: type[Exception] = _parser_errors.ClickException
+_NO_ARGS_IS_HELP: tuple[type[Exception], ...] = tuple(
+    cls for cls in (getattr(_parser_errors, "NoArgsIsHelpError", None),) if cls is not None
+)
+
+STORE_OPTION = typer.Option(common.DEFAULT_STORE, "--store", help="SQLite store file.", envvar="REDLINE_STORE")
+
+
+def _examples_option() -> Any:
+    return typer.Option(
+        0,
+        "--examples",
+        min=0,
+        help="After the table, print up to N example failures per probe (prompt and output, shortened).",
+    )
 
 
 @app.command()
@@ -154,9 +173,11 @@ def scan(
         "--skip-unavailable",
         help="Report probes whose detector cannot load (e.g. a missing classifier) as 'not measured' instead of stopping (on by default with --probes all).",
     ),
+    examples: int = _examples_option(),
 ) -> None:
     """Scan a model with probes and store every attempt."""
     fail_mark = _check_mark(fail_mark)
+    _check_examples(examples, as_json)
 
     if retry_errors and not resume:
         raise UsageError("--retry-errors needs --resume RUN_ID")
@@ -165,7 +186,7 @@ def scan(
         file_values = load_config(config_file) if config_file is not None else {}
         cli_values: dict[str, Any] = {
             "model": model,
-            "probes": probes,
+            "probes": _check_probes(probes),
             "generations": generations,
             "concurrency": concurrency,
             "sample": sample,
@@ -208,7 +229,7 @@ def scan(
     elif concurrency is not None:
         config = ScanConfig(concurrency=concurrency)
     run_id = common.run_scan(config, store, resume=resume, retry_errors=retry_errors, quiet=as_json)
-    common.print_summary(store, run_id, as_json=as_json, fail_above=fail_above, fail_mark=fail_mark)
+    common.print_summary(store, run_id, as_json=as_json, fail_above=fail_above, fail_mark=fail_mark, examples=examples)
 
 
 class ListKind(str, Enum):
@@ -247,9 +268,18 @@ def show(
     fail_mark: str | None = typer.Option(
         None, "--fail-mark", help="Release gate: exit 3 if a bias mark is this letter (A-D) or worse."
     ),
+    examples: int = _examples_option(),
 ) -> None:
     """Show a run's summary (the same JSON as scan --json); gate it with --fail-above / --fail-mark."""
-    common.print_summary(store, run_id, as_json=as_json, fail_above=fail_above, fail_mark=_check_mark(fail_mark))
+    fail_mark = _check_mark(fail_mark)
+    _check_examples(examples, as_json)
+    common.print_summary(store, run_id, as_json=as_json, fail_above=fail_above, fail_mark=fail_mark, examples=examples)
+
+
+def _check_examples(examples: int, as_json: bool) -> None:
+    """--examples prints to the terminal: with --json, stdout must stay JSON only."""
+    if examples and as_json:
+        raise UsageError("--examples prints to the terminal and cannot be combined with --json")
 
 
 def _check_mark(mark: str | None) -> str | None:
@@ -261,10 +291,19 @@ def _check_mark(mark: str | None) -> str | None:
     return letter
 
 
+def _check_probes(selection: str | None) -> str | None:
+    """``--probes`` as given, or ``None`` when it was left out (the default set). A selection that
+    names nothing (``-p ""``, ``-p ,``) raises :class:`UsageError`: it never means the default."""
+    if selection is not None and not any(entry.strip() for entry in selection.split(",")):
+        raise UsageError("--probes is empty: name probes or families, or leave the option out for the default set")
+    return selection
+
+
 def _mount_subcommands() -> None:
-    """Mount the command groups that live in their own modules (``lve``, ``report``/``compare``)."""
+    """Mount the commands that live in their own modules (``lve``, ``report``/``compare``, ``demo``)."""
     app.add_typer(lve_cli.app, name="lve")
     report_cli.register(app)
+    demo_cli.register(app)
 
 
 _mount_subcommands()
@@ -286,23 +325,46 @@ def main(argv: list[str] | None = None) -> None:
     # Libraries we load (transformers' GGUF conversion, classifier pipelines) draw their own tqdm
     # bars; the CLI shows one progress bar of its own. tqdm reads this when it is first imported.
     os.environ.setdefault("TQDM_DISABLE", "1")
+    # torch's OpenMP threads spin while they wait for work. On cores that other processes also
+    # use, a local model then runs many times slower (SmolLM2 on 2 busy cores: 73 s instead of
+    # 4 s for the same batch); waiting passively leaves the cores to whoever has work. OpenMP
+    # reads this when torch is first imported, which the CLI does only when a model starts.
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     command = typer.main.get_command(app)
     args = sys.argv[1:] if argv is None else argv
     try:
         code = command.main(args=args, prog_name="redline", standalone_mode=False)
-    except (click.exceptions.Exit, typer.Exit) as exc:
+    except typer.Exit as exc:
         code = exc.exit_code
-    except (click.exceptions.Abort, typer.Abort, KeyboardInterrupt):
+    except (typer.Abort, KeyboardInterrupt):
         err_console.print("interrupted")
         code = 130
     except SystemExit as exc:
         code = exc.code
+    except _PARSER_ERROR as exc:
+        code = _report_parser_error(exc)
     except Exception as exc:
-        if hasattr(exc, "format_message") and hasattr(exc, "exit_code"):  # a click usage error
-            ctx = getattr(exc, "ctx", None)
-            hint = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
-            err_console.print(f"error: {exc.format_message()}{hint}", markup=False, highlight=False)
-            code = exc.exit_code
-        else:
-            code = common.report_exception(exc)
+        code = common.report_exception(exc)
     sys.exit(code if isinstance(code, int) else 0)
+
+
+def _report_parser_error(exc: Any) -> int:
+    """Report an error the parser (click) found in the command line; returns the exit status.
+
+    A command group called without a command (``redline``, ``redline lve``) prints its help on
+    stdout, exit status 0, as ``--help`` does. Every other parsing error (a bad option value, an
+    unknown option, a missing argument) is a user mistake: one line on stderr, ``error: `` then
+    click's message (which names the option or argument and the problem) on one line and the
+    command's ``--help`` to read, exit status :data:`~redline.cli.common.EXIT_USER_ERROR` (1).
+    """
+    ctx = getattr(exc, "ctx", None)
+    if isinstance(exc, _NO_ARGS_IS_HELP) and ctx is not None:
+        common.out_console.print(ctx.get_help(), markup=False, highlight=False, soft_wrap=True)
+        return 0
+    message = " ".join(line.strip() for line in exc.format_message().splitlines() if line.strip())
+    # typer words a value's problem as pydantic does ("Value error, ...", "Input should be ...")
+    message = message.replace(": Value error, ", ": ").replace(": Input should be ", ": must be ")
+    message = message[:1].lower() + message[1:].rstrip(".")
+    hint = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
+    err_console.print(f"error: {message}{hint}", markup=False, highlight=False)
+    return common.EXIT_USER_ERROR

@@ -22,7 +22,7 @@ from redline.cli.common import open_store, out_console
 from redline.errors import UsageError
 from redline.report.compare import compare_runs
 from redline.report.exports import export
-from redline.report.formatting import pct
+from redline.report.formatting import pct, plural
 from redline.report.html import render_compare, render_report
 
 __all__ = ["compare", "register", "report"]
@@ -160,7 +160,7 @@ def _print_comparison(result: dict) -> None:
             table.add_row(escape(f"  {m['metric']}"), va, vb, d, "", m["change"])
     out_console.print(table)
     out_console.print(
-        f"{result['significant']} significant changes: {result['worse']} worse, {result['better']} better (alpha {result['alpha']})"
+        f"{plural(result['significant'], 'significant change')}: {result['worse']} worse, {result['better']} better (alpha {result['alpha']})"
     )
 
 

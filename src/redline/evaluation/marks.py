@@ -55,6 +55,13 @@ class MarkDefinition:
     A metric judged on fewer than ``min_n`` outputs gets no mark ("not measured: too few judged
     outputs"): a bootstrap over one or two items gives an interval of zero width that would
     otherwise decide a mark on no evidence.
+
+    A "not measured" meaning states the metric's own counts: its outputs, how many were
+    undetected and how many judged (``"not measured: 4 outputs, 3 undetected, 1 judged output, a
+    mark needs at least 5 judged outputs (sample more items)"``, ``"not measured: 8 outputs, all
+    undetected"``), so a note never contradicts the ``n`` shown next to it. ``undefined`` says why
+    the metric can have no value although outputs were judged ("a gap needs judged answers for
+    both groups"); it is given when that happens on ``min_n`` or more judged outputs.
     """
 
     metric: str
@@ -63,6 +70,7 @@ class MarkDefinition:
     meanings: dict[str, str] = field(default_factory=lambda: dict(DEFAULT_MEANINGS))
     absolute: bool = False
     min_n: int = 5
+    undefined: str = ""
 
     def __post_init__(self) -> None:
         a, b, c = self.thresholds
@@ -82,16 +90,20 @@ class MarkDefinition:
 
     def mark_for(self, metric: Metric) -> Mark:
         harm = self._harm_low(metric)
-        if harm is None:
-            return Mark(self.metric, None, "not measured: no judged outputs", metric.value, metric.ci95)
+        if harm is None and not metric.n:
+            why = f"{_outputs(metric.undetected)}, all undetected" if metric.undetected else "no judged outputs"
+            return Mark(self.metric, None, f"not measured: {why}", metric.value, metric.ci95)
         if metric.n and metric.n < self.min_n:  # n == 0 with a value: a metric that does not count
             return Mark(
                 self.metric,
                 None,
-                f"not measured: {metric.n} judged outputs, a mark needs at least {self.min_n} (sample more items)",
+                f"not measured: {_counts(metric)}, a mark needs at least {self.min_n} judged outputs (sample more items)",
                 metric.value,
                 metric.ci95,
             )
+        if harm is None:
+            why = self.undefined or "the metric has no value on them"
+            return Mark(self.metric, None, f"not measured: {_counts(metric)}, but {why}", metric.value, metric.ci95)
         index = sum(1 for t in self.thresholds if harm >= t)
         if index == 0 and metric.ci95 is not None:
             lo, hi = metric.ci95
@@ -106,3 +118,15 @@ class MarkDefinition:
                 )
         mark = MARKS[index]
         return Mark(self.metric, mark, self.meanings.get(mark, ""), metric.value, metric.ci95)
+
+
+def _outputs(count: int) -> str:
+    return f"{count} output{'' if count == 1 else 's'}"
+
+
+def _counts(metric: Metric) -> str:
+    """``"4 judged outputs"``, or with undetected ones ``"4 outputs, 3 undetected, 1 judged output"``."""
+    judged = f"{metric.n} judged output{'' if metric.n == 1 else 's'}"
+    if not metric.undetected:
+        return judged
+    return f"{_outputs(metric.n + metric.undetected)}, {metric.undetected} undetected, {judged}"

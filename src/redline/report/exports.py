@@ -28,7 +28,7 @@ from typing import Any
 from redline import __version__
 from redline.evaluation import PASS
 from redline.report.errors import ReportError
-from redline.report.formatting import pct, pct_interval
+from redline.report.formatting import pct, pct_interval, plural
 from redline.report.garak import export_garak
 from redline.report.rows import HIT, OutputRow, attempt_rows, detector_names, iter_output_rows
 from redline.report.summary import build_summary
@@ -168,13 +168,13 @@ def export_markdown(store: Store, run_id: str, top_hits: int = 5, limit: int = 4
         f"## redline report: {md_inline(summary.model)}",
         "",
         f"Run {md_inline(summary.run_id)} · status {md_inline(summary.status)} · "
-        f"{len(probes)} probes · {sum(p.attempts for p in probes)} attempts"
+        f"{plural(len(probes), 'probe')} · {plural(sum(p.attempts for p in probes), 'attempt')}"
         + (f" · {errored} errored" if errored else ""),
         "",
     ]
     if pooled.outputs:
         lines += [
-            f"**{pooled.failed} of {pooled.outputs} judged outputs failed ({pct(pooled.rate)}, "
+            f"**{pooled.failed} of {plural(pooled.outputs, 'judged output')} failed ({pct(pooled.rate)}, "
             f"95% CI {pct_interval(pooled.ci95)}).**",
             "",
         ]
@@ -203,8 +203,7 @@ def export_markdown(store: Store, run_id: str, top_hits: int = 5, limit: int = 4
             u = p.undetected
             extra.append(
                 md_inline(
-                    f"{u} output{'s' if u != 1 else ''} undetected (no verdict"
-                    + (", left out of the rate)" if p.is_rated else ")")
+                    f"{plural(u, 'output')} undetected (no verdict" + (", left out of the rate)" if p.is_rated else ")")
                 )
             )
         if p.not_measured:
@@ -225,7 +224,7 @@ def export_markdown(store: Store, run_id: str, top_hits: int = 5, limit: int = 4
             break
     total_hits = pooled.failed
     if hits and top_hits > 0:
-        lines += ["", f"### First {min(top_hits, len(hits))} of {total_hits} hits", ""]
+        lines += ["", f"### First {min(top_hits, len(hits))} of {plural(total_hits, 'hit')}", ""]
         for row in hits[:top_hits]:
             scores = ", ".join(f"{md_inline(k)} {v:.2f}" for k, v in row.scores.items() if v is not None)
             lines += [

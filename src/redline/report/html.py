@@ -26,7 +26,7 @@ from redline import __version__
 from redline.attempt import Attempt
 from redline.evaluation import MARKS, PASS, UNDETECTED, Judgment
 from redline.report import charts
-from redline.report.formatting import pct, pct_interval
+from redline.report.formatting import pct, pct_interval, plural
 from redline.report.rows import HIT, family_of
 from redline.report.summary import PooledRate, ProbeSummary, RunSummary, build_summary
 from redline.store import ProbeResultRecord, RunRecord, Store
@@ -65,6 +65,7 @@ def environment() -> Any:
     env.filters["ci"] = pct_interval
     env.filters["when"] = _when
     env.globals["rate_class"] = charts.rate_class
+    env.globals["plural"] = plural
     env.globals["mark_class"] = charts.mark_class
     env.globals["judgments"] = tuple(j.value for j in Judgment)
     return env
@@ -99,7 +100,8 @@ def _settings(run: RunRecord) -> list[tuple[str, str]]:
 def _probe_rows(summary: RunSummary, results: dict[str, ProbeResultRecord]) -> list[dict]:
     """One row per probe for the template: the probe's summary fields (``summary`` holds the
     :class:`ProbeSummary` itself), its family, goal, tags and detectors, and one entry per metric
-    with its mark and the mark's meaning."""
+    with its mark, the mark's meaning, whether the metric has a mark scale at all (``markable``)
+    and, when it got no mark, why (``unmarked``, see :func:`_unmarked_reason`)."""
     rows = []
     for p in summary.probes:
         result = results.get(p.probe)
@@ -113,9 +115,12 @@ def _probe_rows(summary: RunSummary, results: dict[str, ProbeResultRecord]) -> l
                 "undetected": metric.undetected,
                 "mark": p.marks.get(name),
                 "meaning": meanings.get(name, ""),
+                "markable": name in p.marks,
             }
             for name, metric in p.metrics.items()
         ]
+        for row in metrics:
+            row["unmarked"] = _unmarked_reason(row)
         rows.append(
             {
                 "summary": p,
@@ -138,6 +143,27 @@ def _probe_rows(summary: RunSummary, results: dict[str, ProbeResultRecord]) -> l
             }
         )
     return rows
+
+
+#: why a bias metric got no mark, in the order the headline lists them
+UNMARKED_REASONS = ("no judged outputs", "too few judged outputs", "no value", "inconclusive")
+
+
+def _unmarked_reason(row: dict) -> str | None:
+    """Why a metric row has no mark, one of :data:`UNMARKED_REASONS`; ``None`` when it has a mark
+    or has no mark scale at all (an informational metric such as ``order_bias``). Read from the
+    mark's stored meaning, whose wording every version shares: "inconclusive: …", "not measured:
+    … a mark needs at least …" (too few judged outputs), or no value."""
+    if row["mark"] in MARKS or not row["markable"]:
+        return None
+    meaning = row["meaning"] or ""
+    if meaning.startswith("inconclusive"):
+        return "inconclusive"
+    if "a mark needs at least" in meaning:
+        return "too few judged outputs"
+    if row["value"] is None:
+        return "no value" if row["n"] else "no judged outputs"
+    return "inconclusive" if row["ci95"] else "no value"
 
 
 def _worst_mark(marks: list[str | None]) -> str | None:
@@ -173,7 +199,8 @@ def _families(probes: list[dict]) -> list[dict]:
                 "ci95": pooled.ci95,
                 "worst_mark": _worst_mark(marks),
                 "metrics": sum(1 for p in members for m in p["metric_rows"]),
-                "not_measured": sum(1 for p in members for m in p["metric_rows"] if m["value"] is None),
+                # metrics that have a mark scale but got no mark (too few judged outputs, ...)
+                "not_measured": sum(1 for p in members for m in p["metric_rows"] if m["unmarked"]),
             }
         )
     return out
@@ -185,14 +212,12 @@ def _cards(summary: RunSummary, probes: list[dict], families: list[dict], hits: 
     errored = sum(p.errored for p in summary.probes)
     with_findings = sum(1 for p in summary.probes if p.is_rated and p.failed)
     incomplete = sum(1 for p in summary.probes if not p.complete)
-    marks = [m["mark"] for p in probes for m in p["metric_rows"]]
-    not_measured = sum(1 for p in probes for m in p["metric_rows"] if m["value"] is None)
-    not_measured += sum(1 for p in summary.probes if p.not_measured)
+    probes_not_measured = sum(1 for p in summary.probes if p.not_measured)
     cards = [
         {
             "label": "Failure rate",
             "value": pct(pooled.rate),
-            "sub": f"{pooled.failed} of {pooled.outputs} judged outputs · 95% CI {pct_interval(pooled.ci95)}"
+            "sub": f"{pooled.failed} of {plural(pooled.outputs, 'judged output')} · 95% CI {pct_interval(pooled.ci95)}"
             if pooled.outputs
             else "no judged outputs",
             "cls": charts.rate_class(pooled.rate),
@@ -200,14 +225,14 @@ def _cards(summary: RunSummary, probes: list[dict], families: list[dict], hits: 
         {
             "label": "Probes",
             "value": str(len(probes)),
-            "sub": f"{with_findings} with findings · {len(families)} families"
+            "sub": f"{with_findings} with findings · {plural(len(families), 'family', 'families')}"
             + (f" · {incomplete} incomplete" if incomplete else ""),
             "cls": "neutral",
         },
         {
             "label": "Hits",
             "value": str(hits),
-            "sub": f"failed outputs in {hit_attempts} attempts",
+            "sub": f"failed outputs in {plural(hit_attempts, 'attempt')}",
             "cls": "r4" if hits else "r0",
         },
         {
@@ -217,18 +242,53 @@ def _cards(summary: RunSummary, probes: list[dict], families: list[dict], hits: 
             "cls": "neutral",
         },
     ]
-    counted = {m: marks.count(m) for m in MARKS if marks.count(m)}
-    worst = _worst_mark(marks)
-    cards.append(
-        {
-            "label": "Worst bias mark",
-            "value": worst or "–",
-            "sub": (" · ".join(f"{k} ×{v}" for k, v in counted.items()) or "no bias metric measured")
-            + (f" · {not_measured} not measured" if not_measured else ""),
-            "cls": charts.mark_class(worst),
-        }
-    )
+    cards.append(_bias_card([m for p in probes for m in p["metric_rows"]], probes_not_measured))
     return cards
+
+
+def _bias_card(metric_rows: list[dict], probes_not_measured: int = 0) -> dict:
+    """The bias headline: the worst mark *and what it rests on*.
+
+    The value is the bare worst mark only when every metric with a mark scale got a mark;
+    otherwise it says on how many (``"A on 2 of 7"``), and the card is coloured by the mark only
+    when most of them got one — a worst mark of A over 2 of 7 metrics is not a healthy result.
+    The line below counts the marks, the metrics without a mark by reason (too few judged
+    outputs, inconclusive, ...) and names the metrics that have no mark scale (``order_bias``).
+    """
+    scaled = [m for m in metric_rows if m["markable"]]
+    marks = [m["mark"] for m in scaled if m["mark"] in MARKS]
+    worst = _worst_mark(marks)
+    reasons = [m["unmarked"] for m in scaled if m["unmarked"]]
+    unscaled = [m["name"] for m in metric_rows if not m["markable"]]
+    counted = " · ".join(f"{k} ×{marks.count(k)}" for k in MARKS if k in marks)
+    parts = []
+    if not scaled:
+        parts.append("no bias metric measured")
+    elif worst is None:
+        parts.append(f"none of {plural(len(scaled), 'metric')} marked")
+    elif len(marks) < len(scaled):
+        parts.append(f"worst mark {worst} on {len(marks)} of {plural(len(scaled), 'metric')} ({counted})")
+    else:
+        parts.append(counted)
+    if reasons:
+        why = ", ".join(f"{reasons.count(r)} {r}" for r in UNMARKED_REASONS if r in reasons)
+        parts.append(f"{len(reasons)} without a mark: {why}")
+    if unscaled:
+        parts.append(f"{', '.join(unscaled)}: no mark scale")
+    if probes_not_measured:
+        parts.append(f"{plural(probes_not_measured, 'probe')} not measured")
+    if worst is None:
+        value = "–"
+    elif len(marks) < len(scaled):
+        value = f"{worst} on {len(marks)} of {len(scaled)}"
+    else:
+        value = worst
+    return {
+        "label": "Worst bias mark",
+        "value": value,
+        "sub": " · ".join(parts),
+        "cls": "neutral" if worst and 2 * len(marks) <= len(scaled) else charts.mark_class(worst),
+    }
 
 
 def _turns(conversation: Any, start: int = 0) -> list[dict]:

