@@ -97,3 +97,26 @@ def test_bias_probe_on_smollm2_reports_metrics_and_marks(tmp_path, smollm2):
         assert entry["mark_notes"]["stereotype_rate"]
     else:
         assert mark in ("A", "B", "C", "D") and metric["n"] >= 5
+
+
+@needs_model
+def test_shared_prefill_gives_each_prompt_the_answer_it_gets_alone():
+    """Repeated prompts share one prefill; on a left-padded batch their positions must be counted
+    as generate() counts them, or a short prompt batched with a long one gets another answer."""
+
+    async def run() -> tuple[list[str | None], list[str | None]]:
+        gen = get_generator("smollm2", temperature=0, max_tokens=12)
+        short = Conversation.from_openai([{"role": "user", "content": "Name a colour."}])
+        long = Conversation.from_openai(
+            [{"role": "user", "content": "Write one sentence about the history of the city of Paris and its river."}]
+        )
+        try:
+            alone = [(await gen.generate(short, 1))[0], (await gen.generate(long, 1))[0]]
+            repeated, other = await asyncio.gather(gen.generate(short, 2), gen.generate(long, 1))
+        finally:
+            await gen.aclose()
+        texts = lambda messages: [m.text if m is not None else None for m in messages]
+        return texts(alone), texts([*repeated, *other])
+
+    alone, batched = asyncio.run(run())
+    assert batched == [alone[0], alone[0], alone[1]]

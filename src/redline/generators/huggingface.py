@@ -346,7 +346,11 @@ class TransformersGenerator(Generator):
             generated = None
             if len(unique) < len(texts) and ids.shape[1] > 1:
                 try:
-                    prefill = model(input_ids=ids[:, :-1], attention_mask=mask[:, :-1], use_cache=True)
+                    # positions as generate() counts them on left-padded rows: real tokens from 0
+                    positions = (mask[:, :-1].long().cumsum(-1) - 1).masked_fill(mask[:, :-1] == 0, 1)
+                    prefill = model(
+                        input_ids=ids[:, :-1], attention_mask=mask[:, :-1], position_ids=positions, use_cache=True
+                    )
                     cache = prefill.past_key_values
                     cache.batch_select_indices(select)
                     generated = model.generate(
