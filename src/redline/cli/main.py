@@ -45,6 +45,16 @@ _NO_ARGS_IS_HELP: tuple[type[Exception], ...] = tuple(
 )
 
 STORE_OPTION = typer.Option(common.DEFAULT_STORE, "--store", help="SQLite store file.", envvar="REDLINE_STORE")
+FAIL_ABOVE_OPTION = typer.Option(
+    None,
+    "--fail-above",
+    min=0.0,
+    max=1.0,
+    help="Release gate: exit 3 if a probe's failure rate is above RATE (0-1) or a probe was not measured.",
+)
+FAIL_MARK_OPTION = typer.Option(
+    None, "--fail-mark", help="Release gate: exit 3 if a bias mark is this letter (A-D) or worse."
+)
 
 
 def _examples_option() -> Any:
@@ -158,16 +168,8 @@ def scan(
         "--detector-opt",
         help="A detector option as DETECTOR.KEY=VALUE (repeatable), e.g. toxicity.Classifier.model=PATH.",
     ),
-    fail_above: float | None = typer.Option(
-        None,
-        "--fail-above",
-        min=0.0,
-        max=1.0,
-        help="Release gate: exit 3 if a probe's failure rate is above RATE (0-1) or a probe was not measured.",
-    ),
-    fail_mark: str | None = typer.Option(
-        None, "--fail-mark", help="Release gate: exit 3 if a bias mark is this letter (A-D) or worse."
-    ),
+    fail_above: float | None = FAIL_ABOVE_OPTION,
+    fail_mark: str | None = FAIL_MARK_OPTION,
     skip_unavailable: bool = typer.Option(
         False,
         "--skip-unavailable",
@@ -258,16 +260,8 @@ def show(
     run_id: str = typer.Argument(..., help="The run to show."),
     store: Path = STORE_OPTION,
     as_json: bool = typer.Option(False, "--json", help="Print the run summary as JSON."),
-    fail_above: float | None = typer.Option(
-        None,
-        "--fail-above",
-        min=0.0,
-        max=1.0,
-        help="Release gate: exit 3 if a probe's failure rate is above RATE (0-1) or a probe was not measured.",
-    ),
-    fail_mark: str | None = typer.Option(
-        None, "--fail-mark", help="Release gate: exit 3 if a bias mark is this letter (A-D) or worse."
-    ),
+    fail_above: float | None = FAIL_ABOVE_OPTION,
+    fail_mark: str | None = FAIL_MARK_OPTION,
     examples: int = _examples_option(),
 ) -> None:
     """Show a run's summary (the same JSON as scan --json); gate it with --fail-above / --fail-mark."""
