@@ -8,10 +8,10 @@ instance is safe, are another stage: :mod:`redline.lve.checkers`.
 
 from __future__ import annotations
 
-from redline.detectors.base import Detector, DetectorUnavailable, TextDetector
+from redline.detectors.base import Detector, DetectorUnavailable, TextDetector, Validation
 from redline.plugins import PluginRegistry
 
-__all__ = ["Detector", "DetectorUnavailable", "TextDetector", "detectors", "get_detector"]
+__all__ = ["Detector", "DetectorUnavailable", "TextDetector", "Validation", "detectors", "get_detector"]
 
 detectors = PluginRegistry(
     "detector",

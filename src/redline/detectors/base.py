@@ -12,17 +12,45 @@ Detectors that load a model do it in :meth:`Detector.start`; one that cannot loa
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from redline.attempt import Attempt
 from redline.errors import RedlineError
 from redline.generators.base import Generator
 
-__all__ = ["Detector", "DetectorUnavailable", "TextDetector"]
+__all__ = ["Detector", "DetectorUnavailable", "TextDetector", "Validation"]
 
 
 class DetectorUnavailable(RedlineError, RuntimeError):
     """A detector could not load (model, word list...); nothing it would score is measured."""
+
+
+@dataclass(frozen=True)
+class Validation:
+    """How a detector scored human-labelled data: ``tp``/``fn`` count outputs labelled positive
+    (the detector should score a hit: the model failed) that it scored a hit / a miss, ``fp``/``tn``
+    outputs labelled negative; ``undetected`` the outputs it could not score. ``dataset`` names
+    the data and where it comes from (a citation)."""
+
+    dataset: str
+    tp: int
+    fp: int
+    fn: int
+    tn: int
+    undetected: int = 0
+
+    @property
+    def sensitivity(self) -> float | None:
+        """``tp / (tp + fn)``: how often a true failure is scored a hit (``None`` without positives)."""
+        positives = self.tp + self.fn
+        return self.tp / positives if positives else None
+
+    @property
+    def specificity(self) -> float | None:
+        """``tn / (tn + fp)``: how often a true pass is scored a miss (``None`` without negatives)."""
+        negatives = self.tn + self.fp
+        return self.tn / negatives if negatives else None
 
 
 class Detector:
@@ -31,6 +59,13 @@ class Detector:
     name: ClassVar[str] = "base"
     description: ClassVar[str] = ""
     tags: ClassVar[tuple[str, ...]] = ()
+    #: Changes whenever the detector's verdicts may change; stored with each run, so that a
+    #: validation measured on one version is never applied to verdicts of another.
+    version: ClassVar[str] = "1"
+    #: The detector's measured accuracy on human-labelled data (``None``: never validated). The
+    #: run summary corrects failure rates for judge error with it (see ``redline detectors
+    #: validate``; a validation saved in the store, or reviews of the run, take precedence).
+    validation: ClassVar[Validation | None] = None
     #: Languages this detector understands (``"*"``: any). Outputs are read in this language via
     #: :meth:`Attempt.outputs_for` so translated probes are scored on reverse translations.
     lang: ClassVar[str] = "*"

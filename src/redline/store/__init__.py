@@ -10,10 +10,14 @@ from redline.store.records import (
     RUN_COMPLETE,
     RUN_INTERRUPTED,
     RUN_RUNNING,
+    LABEL_FAIL,
+    LABEL_PASS,
     AttemptCounts,
     ProbeResultRecord,
+    ReviewRecord,
     RunListing,
     RunRecord,
+    ValidationRecord,
 )
 from redline.store.sqlite import Store
 from redline.store.writer import BatchWriter
@@ -22,12 +26,16 @@ __all__ = [
     "RUN_COMPLETE",
     "RUN_INTERRUPTED",
     "RUN_RUNNING",
+    "LABEL_FAIL",
+    "LABEL_PASS",
     "AttemptCounts",
     "BatchWriter",
     "ProbeResultRecord",
+    "ReviewRecord",
     "RunListing",
     "RunNotFound",
     "RunRecord",
     "Store",
     "StoreError",
+    "ValidationRecord",
 ]

@@ -19,9 +19,16 @@ __all__ = [
     "RUN_RUNNING",
     "AttemptCounts",
     "ProbeResultRecord",
+    "ReviewRecord",
     "RunListing",
     "RunRecord",
+    "ValidationRecord",
 ]
+
+#: A review label: the model truly failed on the output (the judge should have scored a hit).
+LABEL_FAIL = "fail"
+#: A review label: the model did not fail on the output.
+LABEL_PASS = "pass"
 
 #: A run being scanned (or one whose process was killed before it could record an end).
 RUN_RUNNING = "running"
@@ -161,3 +168,76 @@ class ProbeResultRecord:
     def as_dict(self) -> dict[str, Any]:
         """The stored JSON object, as :meth:`Store.save_probe_result` was given it."""
         return self.data
+
+
+@dataclass(frozen=True)
+class ReviewRecord:
+    """One row of ``reviews``: a person's label of output ``output`` of attempt ``seq`` of
+    ``probe`` in ``run_id``. ``label`` is :data:`LABEL_FAIL` (the model truly failed: the judge
+    should have scored a hit) or :data:`LABEL_PASS`; ``verdict`` is the stored judgment of that
+    output when it was labelled (``"fail"``, ``"pass"``, ``"undetected"``, or ``None`` when unknown),
+    so ``label != verdict`` means the judge was wrong. ``created`` is a Unix timestamp."""
+
+    run_id: str
+    probe: str
+    seq: int
+    output: int
+    label: str
+    verdict: str | None = None
+    note: str | None = None
+    reviewer: str | None = None
+    created: float = 0.0
+
+    @property
+    def judge_wrong(self) -> bool | None:
+        """Whether the judge's verdict differs from the label (``None`` when the judge gave no
+        pass/fail verdict)."""
+        if self.verdict not in (LABEL_FAIL, LABEL_PASS):
+            return None
+        return self.verdict != self.label
+
+    def as_dict(self) -> dict[str, Any]:
+        """Every field, in declaration order."""
+        return {
+            "run_id": self.run_id,
+            "probe": self.probe,
+            "seq": self.seq,
+            "output": self.output,
+            "label": self.label,
+            "verdict": self.verdict,
+            "note": self.note,
+            "reviewer": self.reviewer,
+            "created": self.created,
+        }
+
+
+@dataclass(frozen=True)
+class ValidationRecord:
+    """One row of ``validations``: how detector ``detector`` (at ``version``) scored the
+    labelled file ``dataset``. ``tp``/``fn`` count rows labelled positive (the detector should
+    score a hit) that it scored a hit / a miss, ``fp``/``tn`` rows labelled negative; rows it
+    could not score are ``undetected``. ``created`` is a Unix timestamp."""
+
+    detector: str
+    version: str
+    dataset: str
+    tp: int
+    fp: int
+    fn: int
+    tn: int
+    undetected: int = 0
+    created: float = 0.0
+
+    def as_dict(self) -> dict[str, Any]:
+        """Every field, in declaration order."""
+        return {
+            "detector": self.detector,
+            "version": self.version,
+            "dataset": self.dataset,
+            "tp": self.tp,
+            "fp": self.fp,
+            "fn": self.fn,
+            "tn": self.tn,
+            "undetected": self.undetected,
+            "created": self.created,
+        }

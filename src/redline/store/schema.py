@@ -2,12 +2,15 @@
 
 Tables: ``runs`` (one row per scan: model, settings as JSON, status), ``attempts`` (every
 finished or errored attempt as :meth:`Attempt.as_dict` JSON, with its counts), ``probe_results``
-(the phase-4 metrics and marks of each probe, as JSON) and ``cache`` (responses keyed by
-request, for re-runs).
+(the phase-4 metrics and marks of each probe, as JSON), ``cache`` (responses keyed by
+request, for re-runs), ``reviews`` (a person's label of one judged output: ``fail`` when the
+model truly failed, ``pass`` when not, with the judge's verdict at the time) and ``validations``
+(a detector's confusion counts on a labelled file, from ``redline detectors validate --save``).
 
-The schema is unchanged since the first store files were written, and every statement here is
-``CREATE TABLE IF NOT EXISTS``: opening an existing file never alters it. A future column must be
-added by a migration in :func:`prepare` that upgrades older files when they are opened.
+Every statement here is ``CREATE TABLE IF NOT EXISTS``: opening an existing file never alters
+its tables or rows; a file written before ``reviews`` and ``validations`` existed gets them, empty,
+when it is opened. A future column must be added by a migration in :func:`prepare` that upgrades
+older files when they are opened.
 """
 
 from __future__ import annotations
@@ -50,6 +53,30 @@ CREATE TABLE IF NOT EXISTS cache (
     key TEXT PRIMARY KEY,
     outputs TEXT NOT NULL,
     created REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS reviews (
+    run_id TEXT NOT NULL,
+    probe TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    output INTEGER NOT NULL,
+    label TEXT NOT NULL CHECK (label IN ('fail', 'pass')),
+    verdict TEXT,
+    note TEXT,
+    reviewer TEXT,
+    created REAL NOT NULL,
+    PRIMARY KEY (run_id, probe, seq, output)
+);
+CREATE TABLE IF NOT EXISTS validations (
+    detector TEXT NOT NULL,
+    version TEXT NOT NULL,
+    dataset TEXT NOT NULL,
+    tp INTEGER NOT NULL,
+    fp INTEGER NOT NULL,
+    fn INTEGER NOT NULL,
+    tn INTEGER NOT NULL,
+    undetected INTEGER NOT NULL,
+    created REAL NOT NULL,
+    PRIMARY KEY (detector, version, dataset)
 );
 """
 

@@ -36,10 +36,14 @@ from redline.store.records import (
     RUN_COMPLETE,
     RUN_INTERRUPTED,
     RUN_RUNNING,
+    LABEL_FAIL,
+    LABEL_PASS,
     AttemptCounts,
     ProbeResultRecord,
+    ReviewRecord,
     RunListing,
     RunRecord,
+    ValidationRecord,
 )
 from redline.store.schema import INSERT_ATTEMPT, prepare
 
@@ -282,3 +286,60 @@ class Store:
     def cache_put(self, key: str, outputs: list[Any]) -> None:
         """Store (or replace) the outputs of ``key``; committed at once."""
         self._db.execute("INSERT OR REPLACE INTO cache VALUES (?, ?, ?)", (key, json.dumps(outputs), time.time()))
+
+    # -- reviews and validations -----------------------------------------------------------------
+    def save_reviews(self, reviews: list[ReviewRecord]) -> None:
+        """Write (or replace: a later label of the same output wins) ``reviews`` in one
+        transaction. A label other than ``"fail"``/``"pass"`` raises :class:`StoreError`."""
+        for review in reviews:
+            if review.label not in (LABEL_FAIL, LABEL_PASS):
+                raise StoreError(f"review label must be {LABEL_FAIL!r} or {LABEL_PASS!r}, got {review.label!r}")
+        rows = [
+            (r.run_id, r.probe, r.seq, r.output, r.label, r.verdict, r.note, r.reviewer, r.created or time.time())
+            for r in reviews
+        ]
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            self._db.executemany("INSERT OR REPLACE INTO reviews VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+        self._db.execute("COMMIT")
+
+    def reviews(self, run_id: str, probe: str | None = None) -> list[ReviewRecord]:
+        """The reviews of ``run_id`` (of one ``probe`` when given), ordered by probe, seq, output."""
+        sql = "SELECT run_id, probe, seq, output, label, verdict, note, reviewer, created FROM reviews WHERE run_id = ?"
+        params: list[Any] = [run_id]
+        if probe is not None:
+            sql += " AND probe = ?"
+            params.append(probe)
+        rows = self._db.execute(sql + " ORDER BY probe, seq, output", params).fetchall()
+        return [ReviewRecord(*row) for row in rows]
+
+    def save_validation(self, record: ValidationRecord) -> None:
+        """Write (or replace) the validation of ``record.detector`` at ``record.version`` on
+        ``record.dataset``; committed at once."""
+        self._db.execute(
+            "INSERT OR REPLACE INTO validations VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                record.detector,
+                record.version,
+                record.dataset,
+                record.tp,
+                record.fp,
+                record.fn,
+                record.tn,
+                record.undetected,
+                record.created or time.time(),
+            ),
+        )
+
+    def validations(self, detector: str, version: str | None = None) -> list[ValidationRecord]:
+        """The saved validations of ``detector`` (at ``version`` when given), newest first."""
+        sql = "SELECT detector, version, dataset, tp, fp, fn, tn, undetected, created FROM validations WHERE detector = ?"
+        params: list[Any] = [detector]
+        if version is not None:
+            sql += " AND version = ?"
+            params.append(version)
+        rows = self._db.execute(sql + " ORDER BY created DESC", params).fetchall()
+        return [ValidationRecord(*row) for row in rows]
