@@ -219,7 +219,7 @@ async def test_scan_with_converters_stores_converted_prompts(tmp_path):
         original = attempt.notes["original_prompt"]["turns"][-1]["content"]["text"]
         assert sent.startswith("The following is written in ROT13")
         assert get_converter("rot13").decode(sent.split(":\n", 1)[1]) == original
-        assert attempt.detector_results["refusal.Compliance"] == [1.0]  # the echo did not refuse
+        assert attempt.detector_results["refusal.Compliance"] != [0.0]  # the echo did not refuse
     # the configuration is stored: a resumed run rebuilds the same wrapped probe
     assert store.get_run(run_id).scan["converters"] == "rot13"
     assert [p.name for p in build_probes(ScanConfig.from_dict(store.get_run(run_id).scan))] == [

@@ -36,7 +36,7 @@ MODEL_BACKED = {"toxicity.Classifier", "judge.Rubric"}
 
 def attempt_for(row: dict) -> Attempt:
     notes = {**(row.get("notes") or {}), "prompt_metadata": row.get("prompt_metadata") or {}}
-    attempt = Attempt(prompt="(labelled example)", targets=row.get("targets") or [], notes=notes)
+    attempt = Attempt(prompt=row.get("prompt") or "", targets=row.get("targets") or [], notes=notes)
     attempt.outputs = [row["output"]]
     return attempt
 

@@ -2,16 +2,33 @@
 succeeded, the model failed; ``None`` = no verdict).
 
 Found by name in :data:`detectors` (entry-point group ``redline.detectors``);
-``get_detector("refusal.Compliance")`` builds one. LVE checkers, which decide whether a whole LVE
-instance is safe, are another stage: :mod:`redline.lve.checkers`.
+``get_detector("refusal.Compliance")`` builds one. :func:`get_detector` also takes the judge specs
+of :mod:`redline.detectors.judges`: ``hf:PATH_OR_ID`` (a classifier), ``llm[:MODEL]`` (an LLM
+judge) and ``A+B`` (an ensemble). LVE checkers, which decide whether a whole LVE instance is safe,
+are another stage: :mod:`redline.lve.checkers`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
 from redline.detectors.base import Detector, DetectorUnavailable, TextDetector, Validation
+from redline.detectors.judges import ENSEMBLE_PREFIX, DetectorSpecError, build_detector, parse_spec
 from redline.plugins import PluginRegistry
 
-__all__ = ["Detector", "DetectorUnavailable", "TextDetector", "Validation", "detectors", "get_detector"]
+__all__ = [
+    "ENSEMBLE_PREFIX",
+    "Detector",
+    "DetectorSpecError",
+    "DetectorUnavailable",
+    "TextDetector",
+    "Validation",
+    "check_detector_spec",
+    "detectors",
+    "get_detector",
+]
 
 detectors = PluginRegistry(
     "detector",
@@ -19,6 +36,7 @@ detectors = PluginRegistry(
     {
         "refusal.Compliance": "redline.detectors.refusal:Compliance",
         "refusal.Refusal": "redline.detectors.refusal:Refusal",
+        "refusal.Keywords": "redline.detectors.refusal:Keywords",
         "strings.TargetString": "redline.detectors.strings:TargetString",
         "strings.Triggers": "redline.detectors.strings:TriggerListDetector",
         "encoding.DecodedPayload": "redline.detectors.strings:DecodedPayload",
@@ -42,6 +60,20 @@ detectors = PluginRegistry(
 )
 
 
-def get_detector(name: str, **options: object) -> Detector:
-    """Instantiate the detector registered as ``name``."""
-    return detectors.load(name)(**options)
+def get_detector(
+    name: str, *, options_by_name: Mapping[str, Mapping[str, Any]] | None = None, **options: Any
+) -> Detector:
+    """Instantiate the detector registered as ``name``, or the judge a detector spec describes
+    (``hf:PATH``, ``llm[:MODEL]``, ``A+B``; see :mod:`redline.detectors.judges`), with
+    ``options``. The members of an ensemble take their options from ``options_by_name`` (every
+    ``--detector-opt``, by detector name). Raises :class:`~redline.plugins.UnknownPluginError`
+    for an unknown name and :class:`DetectorSpecError` for a malformed spec."""
+    return build_detector(name, detectors, options, options_by_name)
+
+
+def check_detector_spec(spec: str, base: str | Path | None = None, check_paths: bool = False) -> str:
+    """``spec`` checked (without loading anything) and normalised: the name a detector built from
+    it has, with local paths made absolute from ``base`` (default: the working folder); with
+    ``check_paths`` a local ``hf:`` model folder must exist. Raises :class:`DetectorSpecError`
+    or :class:`~redline.plugins.UnknownPluginError`."""
+    return parse_spec(spec, detectors, base, check_paths)
