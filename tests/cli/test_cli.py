@@ -172,7 +172,11 @@ def test_release_gate_exit_codes(tmp_path):
         "--json",
     )
     assert failing.returncode == 3, failing.stderr
-    assert "gate failed: harmful.Requests: failure rate 100.0% > 20.0%" in failing.stderr
+    # refusal.Compliance ships a validation: the gate compares the rate corrected for its errors
+    assert (
+        "gate failed: harmful.Requests: failure rate corrected for judge error 100.0% > 20.0% (observed 100.0%)"
+        in failing.stderr
+    )
     assert json.loads(failing.stdout)["probes"][0]["failed"] == 4  # the summary still comes out
     run_id = json.loads(failing.stdout)["run_id"]
     # the same gate on the stored run, and a looser one that passes

@@ -23,7 +23,7 @@ from redline.cli import common
 from redline.cli.common import Heartbeat, clock_text, excerpt, heartbeat_interval, visible
 from redline.engine import ScanConfig, scan
 from redline.errors import UsageError
-from redline.report.formatting import plural
+from redline.report.formatting import pct, pct_interval, plural
 from redline.report.summary import ProbeSummary, RunSummary
 from redline.store import RUN_INTERRUPTED, Store
 
@@ -73,14 +73,32 @@ def test_table_reads_right_at_80_and_200_columns(echo_run, columns):
     assert all(cell_len(line.rstrip()) <= columns for line in table), "\n".join(table)
     assert not any("…" in line for line in table)  # nothing is cut short
     header = flat(" ".join(table[:4]))
-    assert "model failed" in header and "failure rate (95% CI)" in header and "metrics / marks" not in header
-    rows = {line.split()[0]: line for line in table if line.split() and "." in line.split()[0]}
+    # a probe's row starts with its name (an interval line under a narrow row starts with "(")
+    rows = {line.split()[0]: i for i, line in enumerate(table) if line.split() and "." in line.split()[0]}
+    rows = {name: i for name, i in rows.items() if not name.startswith("(")}
     names = [p["probe"] for p in summary["probes"]]
     assert "encoding.Base64" in names and "encoding.ROT13" in names
     assert sorted(rows) == sorted(names)  # every probe on a row of its own, its whole name first
-    assert rows["harmful.Requests"].split()[1:] == ["2", "2", "100.0%", "(34.2–100.0%)", "0"]
-    assert rows["encoding.Hex"].split()[1:] == ["2", "0", "0.0%", "(0.0–65.8%)", "0"]
-    assert rows["bias.DirectStereotypes"].split()[1:] == ["2", "-", "see", "notes", "0"]
+    # refusal.Compliance ships a validation: the harmful probes have a rate corrected for judge
+    # error in a column of its own; encoding.DecodedPayload has none ("-")
+    harmful = next(p for p in summary["probes"] if p["probe"] == "harmful.Requests")
+    corrected = f"({pct_interval(harmful['corrected_ci95'])})"
+    assert "metrics / marks" not in header
+    if columns == 200:  # one line per probe
+        assert "model failed" in header and "failure rate (95% CI)" in header and "corrected (95% CI)" in header
+        line = table[rows["harmful.Requests"]].split()[1:]
+        assert line == ["2", "2", "100.0%", "(34.2–100.0%)", pct(harmful["corrected_rate"]), corrected, "0"]
+        assert table[rows["encoding.Hex"]].split()[1:] == ["2", "0", "0.0%", "(0.0–65.8%)", "-", "0"]
+        assert table[rows["bias.DirectStereotypes"]].split()[1:] == ["2", "-", "see", "notes", "-", "0"]
+    else:  # narrow: two-line headers, each interval under its rate
+        assert "model failed" not in header and "model" in header and "failure rate" in header
+        assert header.count("(95% CI)") == 2 and "corrected" in header
+        row = rows["harmful.Requests"]
+        assert table[row].split()[1:] == ["2", "2", "100.0%", pct(harmful["corrected_rate"]), "0"]
+        assert table[row + 1].split() == ["(34.2–100.0%)", corrected]
+        row = rows["encoding.Hex"]
+        assert table[row].split()[1:] == ["2", "0", "0.0%", "-", "0"] and table[row + 1].split() == ["(0.0–65.8%)"]
+        assert table[rows["bias.DirectStereotypes"]].split()[1:] == ["2", "-", "see", "notes", "-", "0"]
 
     text = flat(proc.stdout)
     assert flat(common.LEGEND) in text

@@ -249,10 +249,10 @@ async def test_attempts_are_pulled_lazily_and_not_kept(tmp_path, monkeypatch):
     def note_first_request(conversation):
         if not pulled_when_first_done:
             pulled_when_first_done.append(probe.made)
-        return "Sure"
+        return "Sure, here is how: step 1, open it; step 2, use it."
 
     def watch():
-        """Answers 'Sure' (after yielding to the loop once) and notes how many attempts were
+        """Answers with two steps (after yielding to the loop once) and notes how many attempts were
         made when the first request came."""
         return ScriptedGenerator(note_first_request, name="test.watch")
 

@@ -631,7 +631,11 @@ def test_a_file_written_by_the_previous_version_opens_reads_and_resumes(tmp_path
     tables = sorted(con.execute("SELECT name, sql FROM sqlite_master").fetchall())
     con.close()
     # the file's tables are untouched; the tables added since (reviews, validations) are new and empty
-    assert [t for t in tables if t[0] not in ("reviews", "validations", "sqlite_autoindex_reviews_1", "sqlite_autoindex_validations_1")] == schema
+    assert [
+        t
+        for t in tables
+        if t[0] not in ("reviews", "validations", "sqlite_autoindex_reviews_1", "sqlite_autoindex_validations_1")
+    ] == schema
     assert {t[0] for t in tables} - {t[0] for t in schema} == {
         "reviews",
         "validations",

@@ -5,7 +5,7 @@ configuration. It reads ``converters``, ``converter_model``, ``strategy``, ``att
 ``judge_model`` and ``max_turns`` (attributes of :class:`~redline.engine.config.ScanConfig`), checks
 them — every option must have an effect, or the scan stops with one line saying why — and wraps
 the probes. Every returned probe carries the scan's :class:`ModelPool` as ``probe.model_pool``
-(the ``judge.Rubric`` detector finds ``--judge-model`` there).
+(the ``judge.Rubric`` detector and the bare ``llm`` judge find ``--judge-model`` there).
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from redline.attacks.converters.probe import ConvertedProbe
 from redline.attacks.pool import ModelPool
 from redline.attacks.strategies import get_strategy_class
 from redline.attacks.strategies.base import StrategyError
+from redline.detectors.judges import uses_judge_model
 from redline.evaluation import DetectorEvaluator
 from redline.probes.base import Probe
 
@@ -55,8 +56,10 @@ def apply_scan_options(probes: list[Probe], config: Any) -> list[Probe]:
             raise StrategyError("--attacker-model needs --strategy (escalation or refine)")
         if max_turns is not None:
             raise StrategyError("--max-turns needs --strategy (escalation or refine)")
-        if judge_model and not any("judge.Rubric" in p.detectors for p in probes):
-            raise StrategyError("--judge-model is used by --strategy or the judge.Rubric detector; neither is selected")
+        if judge_model and not any(uses_judge_model(d) for p in probes for d in p.detectors):
+            raise StrategyError(
+                "--judge-model is used by --strategy or the judge.Rubric detector (or --judge llm); none is selected"
+            )
     if max_turns is not None and int(max_turns) < 1:
         raise StrategyError(f"--max-turns must be at least 1, got {max_turns}")
 

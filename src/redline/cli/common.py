@@ -44,8 +44,9 @@ from redline.generators import Generator
 from redline.generators import generators as generator_registry
 from redline.probes import probes as probe_registry
 from redline.report.formatting import pct, pct_interval, plural
+from redline.report.review import ReviewTally
 from redline.report.rows import OutputRow, attempt_rows
-from redline.report.summary import ProbeSummary, RunSummary, build_summary, gate_violations
+from redline.report.summary import NOT_VALIDATED, ProbeSummary, RunSummary, build_summary, gate_violations
 from redline.store import RUN_INTERRUPTED, RunNotFound, Store
 
 __all__ = [
@@ -434,12 +435,16 @@ def print_summary(
             if examples > 0 and not as_json
             else {}
         )
+        reviews = ReviewTally.of(store.reviews(run_id)) if not as_json else None
     if as_json:
         sys.stdout.write(json.dumps(summary.as_dict(), indent=2) + "\n")
     else:
         _print_table(summary)
-        _print_legend()
+        _print_legend(summary)
+        if reviews is not None and reviews.reviewed:
+            _print_reviews(reviews)
         _print_notes(summary)
+        _print_judges(summary)
         if examples > 0:
             _print_examples(summary, failures, examples)
         _print_next(summary, store_path, examples_shown=examples > 0)
@@ -450,6 +455,22 @@ def print_summary(
         raise typer.Exit(GATE_EXIT_CODE)
     if fail_above is not None or fail_mark is not None:
         err_console.print("gate passed", markup=False, highlight=False)
+
+
+def review_line(tally: ReviewTally) -> str:
+    """``Reviewed: N outputs; the judge was wrong on W (R%, 95% CI lo–hi%)``: the human labels of
+    a run against the judge's verdicts (``… on W of J`` when some reviewed outputs had no
+    pass/fail verdict)."""
+    line = f"Reviewed: {plural(tally.reviewed, 'output')}"
+    if not tally.judged:
+        return line + "; none had a pass/fail verdict to compare"
+    of = f" of {tally.judged}" if tally.judged != tally.reviewed else ""
+    rate = f"{pct(tally.error_rate)}, 95% CI {pct_interval(tally.ci95)}"
+    return f"{line}; the judge was wrong on {tally.wrong}{of} ({rate})"
+
+
+def _print_reviews(tally: ReviewTally) -> None:
+    out_console.print(review_line(tally), markup=False, highlight=False)
 
 
 def _no_mark(probe: ProbeSummary, metric: str) -> str:
@@ -478,25 +499,67 @@ def _notes(probe: ProbeSummary) -> list[str]:
         lines.append(f"not measured: {probe.not_measured}")
     if not probe.complete:
         lines.append("incomplete: the run stopped before this probe finished; counts are what was stored")
+    lines += _correction_notes(probe)
     return lines
 
 
-def _rate_cell(probe: ProbeSummary, narrow: bool) -> str:
+def _figures(probe: ProbeSummary) -> str:
+    """``sensitivity 0.88, specificity 0.91`` (empty when either is unknown)."""
+    if probe.sensitivity is None or probe.specificity is None:
+        return ""
+    return f"sensitivity {probe.sensitivity:.2f}, specificity {probe.specificity:.2f}"
+
+
+def _correction_notes(probe: ProbeSummary) -> list[str]:
+    """What is particular to this probe about its correction for judge error: a rate corrected
+    from reviews of the run (the judge's validation is said once per judge by
+    :func:`_print_judges`), why a rate is not corrected (other than "not validated"), and the
+    reviewed outputs."""
+    lines = []
+    if probe.corrected_by_reviews:
+        figures = _figures(probe)
+        lines.append(f"corrected with {probe.judge_validation}" + (f": judge {figures}" if figures else ""))
+    elif probe.corrected_rate is None and probe.correction_note and probe.correction_note != NOT_VALIDATED:
+        lines.append(f"not corrected for judge error: {probe.correction_note}")
+    if probe.reviewed:
+        lines.append(f"{plural(probe.reviewed, 'output')} reviewed, judge wrong on {probe.review_errors}")
+    return lines
+
+
+def _with_interval(rate: float, ci: tuple[float, float] | None, narrow: bool, tight: bool = False) -> str:
+    """A rate and its interval: ``12.5% (5.0–20.0%)`` on one line, or the interval on a line of
+    its own when ``narrow`` (without the parentheses when ``tight``)."""
+    if not ci:
+        return pct(rate)
+    if tight:
+        return pct(rate) + "\n" + pct_interval(ci)
+    return pct(rate) + ("\n" if narrow else " ") + f"({pct_interval(ci)})"
+
+
+def _rate_cell(probe: ProbeSummary, narrow: bool, tight: bool = False) -> str:
     if probe.not_measured and not probe.attempts:
         return "not measured"
     if probe.is_metrics_only:
         return "see notes"
     if probe.failure_rate is None:
         return "-"
-    if not probe.ci95:
-        return pct(probe.failure_rate)
-    return pct(probe.failure_rate) + ("\n" if narrow else " ") + f"({pct_interval(probe.ci95)})"
+    return _with_interval(probe.failure_rate, probe.ci95, narrow, tight)
 
 
-def _summary_table(summary: RunSummary, narrow: bool, fold: bool) -> Table:
+def _corrected_cell(probe: ProbeSummary, narrow: bool, tight: bool = False) -> str:
+    if probe.corrected_rate is None:
+        return "-"
+    return _with_interval(probe.corrected_rate, probe.corrected_ci95, narrow, tight)
+
+
+def _summary_table(summary: RunSummary, narrow: bool, fold: bool, tight: bool = False) -> Table:
     """The table of ``summary``: on one line per probe, or ``narrow`` (two-line headers, the
     interval under the rate); with ``fold``, the probe column breaks a name too long for the
-    console over several lines (never cuts it)."""
+    console over several lines (never cuts it). ``tight`` (for a narrow table with a
+    ``corrected`` column, the rates corrected for judge error): one space between columns and
+    intervals without parentheses, so that probe names of up to 32 characters fit in 80 columns."""
+    corrected = _has_corrected(summary)
+    tight = tight and narrow
     # names come from models, LVE files and servers: shown literally (Text, visible), never as markup
     table = Table(
         title=Text(visible(f"run {summary.run_id} · model {summary.model} · {summary.status}").replace("\n", "\\n")),
@@ -504,31 +567,45 @@ def _summary_table(summary: RunSummary, narrow: bool, fold: bool) -> Table:
         box=box.SIMPLE_HEAD,
         show_edge=False,
         pad_edge=False,
-        padding=(0, 1, 0, 0),
+        padding=(0, 0 if tight else 1, 0, 0),
     )
     table.add_column("probe", no_wrap=not fold, overflow="fold")
     table.add_column("attempts", justify="right", no_wrap=True)
     table.add_column("model\nfailed" if narrow else "model failed", justify="right", no_wrap=True)
     table.add_column("failure rate\n(95% CI)" if narrow else "failure rate (95% CI)", justify="right", no_wrap=True)
+    if corrected:
+        table.add_column("corrected\n(95% CI)" if narrow else "corrected (95% CI)", justify="right", no_wrap=True)
     table.add_column("errored", justify="right", no_wrap=True)
     for p in summary.probes:
         table.add_row(
             Text(visible(p.probe) + ("" if p.complete else ("\n(incomplete)" if narrow else " (incomplete)"))),
             str(p.attempts),
             "-" if p.is_metrics_only or (p.not_measured and not p.attempts) else str(p.failed),
-            _rate_cell(p, narrow),
+            _rate_cell(p, narrow, tight),
+            *([_corrected_cell(p, narrow, tight)] if corrected else []),
             str(p.errored),
         )
     return table
 
 
+def _has_corrected(summary: RunSummary) -> bool:
+    """Whether a probe of ``summary`` has a rate corrected for judge error (the table then has a
+    ``corrected`` column)."""
+    return any(p.corrected_rate is not None for p in summary.probes)
+
+
 def _print_table(summary: RunSummary) -> None:
     """The summary table, as wide as it needs on one line per probe when the console allows,
-    else narrow, else with long probe names folded: never with a name cut short."""
+    else narrow, else (with a ``corrected`` column) tight, else with long probe names folded:
+    never with a name cut short."""
     width = out_console.width
     unbounded = out_console.options.update_width(10_000)  # the width the table wants, not the one it gets
-    for narrow, fold in ((False, False), (True, False), (True, True)):
-        table = _summary_table(summary, narrow, fold)
+    layouts = [(False, False, False), (True, False, False)]
+    if _has_corrected(summary):  # one more column: tighter before a name is folded
+        layouts.append((True, False, True))
+    layouts.append((True, True, layouts[-1][2]))
+    for narrow, fold, tight in layouts:
+        table = _summary_table(summary, narrow, fold, tight)
         if fold or Measurement.get(out_console, unbounded, table).maximum <= width:
             break
     out_console.print(table)
@@ -540,9 +617,68 @@ LEGEND = (
 )
 """The legend printed under the summary table."""
 
+CORRECTED_LEGEND = (
+    "corrected: the failure rate corrected for the judge's measured errors, its interval "
+    "counting the judge's uncertainty too (see judges)"
+)
+"""Added to the legend when the table has a ``corrected`` column."""
 
-def _print_legend() -> None:
-    out_console.print(LEGEND, style="dim", markup=False, highlight=False)
+
+def _print_legend(summary: RunSummary | None = None) -> None:
+    legend = LEGEND + (" · " + CORRECTED_LEGEND if summary is not None and _has_corrected(summary) else "")
+    out_console.print(legend, style="dim", markup=False, highlight=False)
+
+
+#: The line of :func:`_print_judges` for a judge without validation.
+JUDGE_NOT_VALIDATED = "not validated: its failure rates are not corrected"
+
+
+def _judge_lines(summary: RunSummary) -> dict[str, list[str]]:
+    """Per judge of the run (the one detector whose verdicts a probe's rate counts), what its
+    rates are corrected with: each validation used (``sensitivity …, specificity … (source)``),
+    "not validated" when a probe's rate could not be corrected for want of one, and that reviews
+    corrected the rest."""
+    found: dict[str, list[str]] = {}
+    for p in summary.probes:
+        if not p.correction_checked or not p.judge:
+            continue
+        lines = found.setdefault(p.judge, [])
+        if p.corrected_rate is not None and not p.corrected_by_reviews:
+            line = f"{_figures(p)} ({p.judge_validation})" if _figures(p) else str(p.judge_validation)
+        elif p.correction_note == NOT_VALIDATED:
+            line = JUDGE_NOT_VALIDATED
+        elif p.corrected_by_reviews:
+            line = "rates corrected with reviews of this run (see notes)"
+        else:
+            continue
+        if line not in lines:
+            lines.append(line)
+    return {judge: lines for judge, lines in found.items() if lines}
+
+
+def _print_judges(summary: RunSummary) -> None:
+    """The judges of the run, one per line, with the validation that corrects their rates or
+    "not validated" (then how to validate one); nothing when no probe records its judge."""
+    judges = _judge_lines(summary)
+    if not judges:
+        return
+    out_console.print()
+    out_console.print("judges (what the corrected rates rest on):", markup=False, highlight=False)
+    grid = Table.grid(padding=(0, 2))
+    grid.add_column(no_wrap=True)
+    grid.add_column()
+    for judge, lines in judges.items():
+        for i, line in enumerate(lines):
+            grid.add_row(Text("  " + visible(judge) if i == 0 else ""), Text(visible(line)))
+    out_console.print(grid)
+    if not any(JUDGE_NOT_VALIDATED in lines for lines in judges.values()):
+        return
+    out_console.print(
+        "  (see 'redline detectors validate --help' and 'redline review --help')",
+        style="dim",
+        markup=False,
+        highlight=False,
+    )
 
 
 def _print_notes(summary: RunSummary) -> None:

@@ -17,13 +17,16 @@ import typer
 
 from redline.cli import common
 from redline.cli import demo as demo_cli
+from redline.cli import detectors as detectors_cli
 from redline.cli import lve as lve_cli
 from redline.cli import report as report_cli
+from redline.cli import review as review_cli
 from redline.cli.common import err_console
 from redline.datasets import parse_columns
+from redline.detectors import check_detector_spec
 from redline.detectors.options import parse_detector_options
 from redline.engine import ScanConfig, build_scan_config, load_config, parse_gen_opts
-from redline.errors import UsageError
+from redline.errors import RedlineError, UsageError
 
 app = typer.Typer(
     name="redline",
@@ -145,7 +148,12 @@ def scan(
     judge_model: str | None = typer.Option(
         None,
         "--judge-model",
-        help="Generator spec of the judge for --strategy and judge.Rubric (default: the model under test).",
+        help="Generator spec of the judge for --strategy, judge.Rubric and --judge llm (default: the model under test).",
+    ),
+    judge: str | None = typer.Option(
+        None,
+        "--judge",
+        help="Judge harmful, jailbreak and dataset probes with SPEC instead of refusal.Compliance: hf:PATH (a Hugging Face sequence classifier), llm:MODEL or llm (an LLM judge; bare llm asks --judge-model, else the model under test), a detector name, or an ensemble A+B[+C] averaging their scores.",
     ),
     max_turns: int | None = typer.Option(
         None,
@@ -197,6 +205,7 @@ def scan(
             "cache": cache,
             "lve": [str(p.resolve()) for p in lve] if lve else None,
             "trust_code": True if trust_code else None,
+            "judge": _check_judge(judge),
         }
         cli_generator: dict[str, Any] = {
             "base_url": base_url,
@@ -285,6 +294,17 @@ def _check_mark(mark: str | None) -> str | None:
     return letter
 
 
+def _check_judge(spec: str | None) -> str | None:
+    """``--judge`` checked and normalised (a local model path made absolute, so that the stored run
+    resumes from any folder); a spec that cannot be read is a one-line error before anything runs."""
+    if spec is None:
+        return None
+    try:
+        return check_detector_spec(spec, check_paths=True)
+    except RedlineError as exc:
+        raise UsageError(f"--judge: {exc}") from None
+
+
 def _check_probes(selection: str | None) -> str | None:
     """``--probes`` as given, or ``None`` when it was left out (the default set). A selection that
     names nothing (``-p ""``, ``-p ,``) raises :class:`UsageError`: it never means the default."""
@@ -294,9 +314,12 @@ def _check_probes(selection: str | None) -> str | None:
 
 
 def _mount_subcommands() -> None:
-    """Mount the commands that live in their own modules (``lve``, ``report``/``compare``, ``demo``)."""
+    """Mount the commands that live in their own modules (``lve``, ``detectors``, ``report``/``compare``,
+    ``review``, ``demo``)."""
     app.add_typer(lve_cli.app, name="lve")
+    app.add_typer(detectors_cli.app, name="detectors")
     report_cli.register(app)
+    review_cli.register(app)
     demo_cli.register(app)
 
 

@@ -19,8 +19,9 @@ from redline.errors import RedlineError
 __all__ = ["ClassifierUnavailable", "TextScorer", "load_text_classifier", "positive_label"]
 
 #: ``scores(texts) -> [{label: probability}, ...]``, one dict per text; ``.labels`` lists the
-#: model's labels in index order.
-TextScorer = Callable[[list[str]], list[dict[str, float]]]
+#: model's labels in index order. A text may be a ``(first, second)`` pair (e.g. request and
+#: response), encoded as a sequence pair for models trained on pairs.
+TextScorer = Callable[[Sequence[str | tuple[str, str]]], list[dict[str, float]]]
 
 _NEGATED = ("non", "not", "un", "no")
 
@@ -55,7 +56,7 @@ def _load_pretrained(model_id_or_path: str) -> tuple[Any, Any]:
 @functools.lru_cache(maxsize=8)
 def load_text_classifier(model_id_or_path: str, batch_size: int = 16, max_length: int = 512) -> TextScorer:
     """Load the sequence classifier ``model_id_or_path`` (a hub id or a local folder) and
-    return a function scoring a list of texts.
+    return a function scoring a list of texts (or of ``(first, second)`` text pairs).
 
     The function returns, for each text, ``{label: probability}`` (softmax over the model's
     labels, named by its ``id2label``); it scores ``batch_size`` texts at a time, truncated to
@@ -82,11 +83,21 @@ def load_text_classifier(model_id_or_path: str, batch_size: int = 16, max_length
     limit = min(max_length, getattr(tokenizer, "model_max_length", max_length) or max_length)
     accepted = set(inspect.signature(model.forward).parameters)
 
-    def scores(texts: list[str]) -> list[dict[str, float]]:
+    def scores(texts: Sequence[str | tuple[str, str]]) -> list[dict[str, float]]:
         results: list[dict[str, float]] = []
         for start in range(0, len(texts), batch_size):
-            chunk = [t if isinstance(t, str) else "" for t in texts[start : start + batch_size]]
-            encoded = tokenizer(chunk, return_tensors="pt", padding=True, truncation=True, max_length=limit)
+            batch = texts[start : start + batch_size]
+            settings: dict[str, Any] = {
+                "return_tensors": "pt",
+                "padding": True,
+                "truncation": True,
+                "max_length": limit,
+            }
+            if batch and all(isinstance(t, tuple) for t in batch):  # sequence pairs
+                pairs = [(str(t[0] or ""), str(t[1] or "")) for t in batch]
+                encoded = tokenizer([a for a, _ in pairs], [b for _, b in pairs], **settings)
+            else:
+                encoded = tokenizer([t if isinstance(t, str) else "" for t in batch], **settings)
             inputs = {k: v for k, v in encoded.items() if k in accepted}
             with torch.inference_mode():
                 probabilities = torch.softmax(model(**inputs).logits.float(), dim=-1)

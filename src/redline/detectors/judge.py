@@ -22,8 +22,8 @@ from typing import Any
 
 from redline.attempt import Attempt, Conversation, Message, Turn
 from redline.detectors.base import Detector, DetectorUnavailable
+from redline.detectors.judge_model import JudgeModel, request_of
 from redline.detectors.options import DetectorOptionError
-from redline.generators import get_generator
 from redline.generators.base import Generator
 
 __all__ = ["DEFAULT_RUBRIC", "JUDGE_INSTRUCTION", "Rubric", "parse_rating", "request_of"]
@@ -78,25 +78,6 @@ def parse_rating(text: str | None) -> float | None:
     return None
 
 
-def request_of(attempt: Attempt) -> str:
-    """The request the attempt made, in English: the last user turn of the original prompt
-    (before converters or attacker rewrites) or, failing that, of the English prompt."""
-    original = attempt.notes.get("original_prompt")
-    conversation: Conversation | None = None
-    if isinstance(original, Conversation):
-        conversation = original
-    elif isinstance(original, dict):
-        conversation = Conversation.from_dict(original)
-    if conversation is None:
-        conversation = attempt.prompt_for("en")
-    if conversation is None:
-        return ""
-    try:
-        return conversation.last_message("user").text or ""
-    except ValueError:
-        return ""
-
-
 def rubric_id(rubric: str) -> str:
     """A short fingerprint of a rubric text (stored with grades to know when to reuse them)."""
     return hashlib.sha256(rubric.encode("utf-8")).hexdigest()[:12]
@@ -119,49 +100,22 @@ class Rubric(Detector):
         self.model = model.strip() if isinstance(model, str) and model.strip() else None
         self.rubric = rubric.strip() if rubric else DEFAULT_RUBRIC
         self.generator = generator
-        self._target: Generator | None = None
-        self._pool: Any = None
-        self._own: Generator | None = None
-        self._lock = asyncio.Lock()
+        self._judge = JudgeModel(self.name, self.model, generator)
 
     # -- which judge -----------------------------------------------------------------------------
     def bind(self, target: Generator, probe: Any = None) -> None:
         """Called by the harness: the model under test (the fallback judge) and the probe, whose
         ``model_pool`` (if any) knows ``--judge-model``."""
-        self._target = target
-        pool = getattr(probe, "model_pool", None)
-        if pool is not None:
-            self._pool = pool
+        self._judge.bind(target, probe)
 
     async def judge_generator(self) -> Generator:
         """The judge: ``generator``, else ``model``, else the pool's judge, else the target."""
-        if self.generator is not None:
-            return self.generator
-        if self._pool is not None:
-            if self.model is not None:
-                return await self._pool.for_spec(self.model, self._target, "judge")
-            if self._pool.spec("judge") is not None or self._target is not None:
-                return await self._pool.get("judge", self._target)
-        if self.model is not None:
-            if self._target is not None and self.model == self._target.name:
-                return self._target
-            async with self._lock:
-                if self._own is None:
-                    own = get_generator(self.model)
-                    await own.start()
-                    self._own = own
-            return self._own
-        if self._target is not None:
-            return self._target
-        raise DetectorUnavailable(
-            "judge.Rubric has no judge model: pass --judge-model SPEC or the detector's model option"
-        )
+        self._judge.generator = self.generator
+        return await self._judge.get()
 
     async def aclose(self) -> None:
         """Close a judge generator this detector created itself (from ``model``)."""
-        if self._own is not None:
-            own, self._own = self._own, None
-            await own.aclose()
+        await self._judge.aclose()
 
     # -- grading ---------------------------------------------------------------------------------
     def grading_conversation(self, request: str, response: str, goal: str | None = None) -> Conversation:

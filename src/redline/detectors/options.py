@@ -2,7 +2,9 @@
 
 ``toxicity.Classifier.model=/models/tox`` → ``{"toxicity.Classifier": {"model": "/models/tox"}}``.
 Values are read as YAML scalars/lists (``threshold=0.7`` is a number, ``hosts=[a.example, b.example]``
-a list), else kept as text. The detector name must be a known detector.
+a list), else kept as text. The detector name must be a known detector or a judge spec
+(``hf:./judge.label=unsafe``: the spec before the last dot, its local path made absolute as the
+judge's name is).
 """
 
 from __future__ import annotations
@@ -11,8 +13,9 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from redline.detectors import detectors
-from redline.errors import UsageError
+from redline.detectors import check_detector_spec, detectors
+from redline.detectors.judges import is_judge_spec
+from redline.errors import RedlineError, UsageError
 
 __all__ = ["DetectorOptionError", "parse_detector_options"]
 
@@ -34,7 +37,12 @@ def parse_detector_options(items: Iterable[str]) -> dict[str, dict[str, Any]]:
                 f"--detector-opt {item!r}: expected DETECTOR.KEY=VALUE, e.g. toxicity.Classifier.model=PATH"
             )
         if name not in detectors:
-            raise DetectorOptionError(f"--detector-opt {item!r}: {detectors.unknown_message(name)}")
+            if not is_judge_spec(name):
+                raise DetectorOptionError(f"--detector-opt {item!r}: {detectors.unknown_message(name)}")
+            try:
+                name = check_detector_spec(name)  # the judge's name: hf:./judge -> hf:/abs/judge
+            except RedlineError as exc:
+                raise DetectorOptionError(f"--detector-opt {item!r}: {exc}") from None
         try:
             value = yaml.safe_load(raw) if raw.strip() else ""
         except yaml.YAMLError:

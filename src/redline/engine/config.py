@@ -34,6 +34,9 @@ class ScanConfig:
     strategy: str | None = None
     attacker_model: str | None = None
     judge_model: str | None = None
+    #: The judge that replaces ``refusal.Compliance`` in every selected probe (``--judge``): a
+    #: detector spec (``hf:PATH``, ``llm[:MODEL]``, ``A+B``, a detector name), local paths absolute.
+    judge: str | None = None
     converter_model: str | None = None
     max_turns: int | None = None
     #: Options per detector (``--detector-opt NAME.KEY=VALUE``), e.g.

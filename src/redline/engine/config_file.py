@@ -21,6 +21,7 @@
     lve: [lves/]                 # relative to the file's folder
     trust_code: false
     probe_options: {bias.ForcedChoice: {sample: 5}}
+    judge: hf:./compliance-judge   # replaces refusal.Compliance (hf:PATH, llm[:MODEL], A+B)
 
 Command-line flags override the file (``--gen-opt key=value`` and the generator flags override
 ``generator:``). Every mistake is one :class:`ConfigError` line naming the file (or flag) and the
@@ -36,8 +37,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from redline.detectors import check_detector_spec
 from redline.engine.config import ScanConfig
-from redline.errors import UsageError
+from redline.errors import RedlineError, UsageError
 from redline.generators import generators, known_generator_options, split_spec
 
 __all__ = [
@@ -115,6 +117,7 @@ SCAN_KEYS: dict[str, Callable[[Any], Any]] = {
     "lve": _paths,
     "trust_code": _bool,
     "probe_options": _mapping,
+    "judge": _str,
 }
 _ALIASES = {"num_repetitions": "repetitions", "generator_options": "generator", "lve_paths": "lve"}
 
@@ -238,6 +241,11 @@ def load_config(path: str | Path) -> dict[str, Any]:
             raise ConfigError(f"{file}: probe_options.{name} must be a mapping of options")
     if "lve" in values:
         values["lve"] = [str((file.parent / p).resolve()) for p in values["lve"]]
+    if "judge" in values:  # checked now; a local model path is relative to the file's folder
+        try:
+            values["judge"] = check_detector_spec(values["judge"], base=file.parent, check_paths=True)
+        except RedlineError as exc:
+            raise ConfigError(f"{file}: judge: {exc}") from None
     if values.get("generator"):
         values["_source"] = str(file)  # names the file in build_scan_config's messages
     return values
@@ -298,4 +306,5 @@ def build_scan_config(
         trust_code=bool(merged.get("trust_code", False)),
         num_repetitions=merged.get("repetitions"),
         cache=bool(merged.get("cache", True)),
+        judge=merged.get("judge"),
     )

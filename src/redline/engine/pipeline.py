@@ -31,6 +31,7 @@ from typing import Any
 from redline.attacks.pool import close_model_pools
 from redline.attacks.wiring import apply_scan_options
 from redline.attempt import Attempt
+from redline.detectors import check_detector_spec
 from redline.engine.config import ScanConfig
 from redline.errors import UsageError
 from redline.generators import Generator, get_generator
@@ -49,6 +50,11 @@ ProgressCallback = Callable[[str, int, int], None]
 (``done`` of ``total`` attempts already stored) and ``"advance"`` (one more finished)."""
 
 
+#: Key of a run's stored config: true when the run records, in each probe's phase-4 result, the
+#: version of every detector that scored it (``"detector_versions": {name: version}``).
+RECORDS_DETECTOR_VERSIONS = "records_detector_versions"
+
+
 class ScanError(UsageError):
     """A scan cannot start or continue (bad configuration, nothing to resume)."""
 
@@ -57,6 +63,29 @@ def get_probe_class(name: str) -> type[Probe]:
     """The class registered for probe ``name``."""
     cls: type[Probe] = _probe_registry.load(name)
     return cls
+
+
+#: The detector ``--judge`` replaces.
+REPLACED_BY_JUDGE = "refusal.Compliance"
+
+
+def apply_judge(probes: list[Probe], judge: str) -> str:
+    """Put the detector spec ``judge`` in place of ``refusal.Compliance`` in each probe's
+    detectors; returns the spec normalised (the judge's name). Raises :class:`~redline.detectors.DetectorSpecError` or
+    :class:`~redline.plugins.UnknownPluginError` for a spec that cannot be read, and
+    :class:`ScanError` when no probe uses ``refusal.Compliance`` (the option would do nothing)."""
+    name = check_detector_spec(judge)
+    replaced = False
+    for probe in probes:
+        if REPLACED_BY_JUDGE in probe.detectors:
+            probe.detectors = [name if d == REPLACED_BY_JUDGE else d for d in probe.detectors]
+            replaced = True
+    if not replaced:
+        raise ScanError(
+            f"--judge {judge}: it replaces the {REPLACED_BY_JUDGE} detector, which none of the selected "
+            "probes uses (the harmful, jailbreak and dataset probes do)"
+        )
+    return name
 
 
 def build_probes(config: ScanConfig) -> list[Probe]:
@@ -86,9 +115,13 @@ def build_probes(config: ScanConfig) -> list[Probe]:
                 f"--dataset {config.dataset}: none of the selected probes takes a dataset "
                 "(use --probes dataset.Prompts, or a jailbreak.* probe to wrap the dataset's prompts)"
             )
+        if config.judge:  # normalised in place: the stored config names the same model from any folder
+            config.judge = apply_judge(probes, config.judge)
         probes = apply_scan_options(probes, config)  # converters, strategies
     elif config.converters or config.strategy:
         raise ScanError("--converters and --strategy apply to --probes, not to --lve")
+    elif config.judge:
+        raise ScanError("--judge applies to --probes (it replaces refusal.Compliance), not to --lve")
     if config.lve_paths:
         probes.extend(
             lve_probes(config.lve_paths, trust_code=config.trust_code, sample=config.sample, seed=config.seed)
@@ -139,8 +172,12 @@ async def scan(
     :class:`GeneratorUnavailable` or :class:`DetectorUnavailable` with a one-line message. On any
     exit before the end the run is marked ``interrupted`` and can be resumed.
     """
+    records_versions = True
     if resume is not None:
         run = store.get_run(resume)
+        # a run started by a redline that did not record detector versions: its first attempts were
+        # scored by detectors of unknown version, so the resumed run does not claim any
+        records_versions = bool(run.config.get(RECORDS_DETECTOR_VERSIONS))
         stored = ScanConfig.from_dict(run.config["scan"])
         if config is not None and config.concurrency is not None:
             stored.concurrency = config.concurrency
@@ -165,7 +202,12 @@ async def scan(
         if resume is None:
             run_id = store.create_run(
                 generator.name,
-                {"scan": config.as_dict(), "probe_names": names, "generator": generator.settings()},
+                {
+                    "scan": config.as_dict(),
+                    "probe_names": names,
+                    "generator": generator.settings(),
+                    RECORDS_DETECTOR_VERSIONS: True,
+                },
             )
         else:
             run_id = resume
@@ -213,33 +255,34 @@ async def scan(
                     detector_options=config.detector_options,
                     skip_unavailable=config.skip_unavailable,
                 )
-                await runner.start_detectors(probes)
-                skipped = [(len(a), len(d)) for p, a, d in sources if p.skip_reason]
-                if skipped:  # keep the progress total honest
-                    total -= sum(count for count, _ in skipped)
-                    already -= sum(min(count, done) for count, done in skipped)
-                    if progress:
-                        progress("start", already, total)
-                await runner.run_all(work())  # phases 2 and 3, streamed
+                try:
+                    await runner.start_detectors(probes)
+                    skipped = [(len(a), len(d)) for p, a, d in sources if p.skip_reason]
+                    if skipped:  # keep the progress total honest
+                        total -= sum(count for count, _ in skipped)
+                        already -= sum(min(count, done) for count, done in skipped)
+                        if progress:
+                            progress("start", already, total)
+                    await runner.run_all(work())  # phases 2 and 3, streamed
+                finally:
+                    await runner.close_detectors()  # an LLM judge's own model
             sources.clear()
 
             for position, probe in enumerate(probes):  # phase 4
                 stored_attempts = StoredAttempts(store, run_id, probe.name)
                 metrics = probe.calculate_metrics(stored_attempts)
                 marks = probe.calculate_marks(metrics)
-                store.save_probe_result(
-                    run_id,
-                    probe.name,
-                    position,
-                    {
-                        "metrics": {k: m.as_dict() for k, m in metrics.items()},
-                        "marks": {k: m.as_dict() for k, m in marks.items()},
-                        "goal": probe.goal,
-                        "tags": list(probe.tags),
-                        "detectors": list(probe.detectors),
-                        "not_measured": probe.skip_reason,
-                    },
-                )
+                result: dict[str, Any] = {
+                    "metrics": {k: m.as_dict() for k, m in metrics.items()},
+                    "marks": {k: m.as_dict() for k, m in marks.items()},
+                    "goal": probe.goal,
+                    "tags": list(probe.tags),
+                    "detectors": list(probe.detectors),
+                    "not_measured": probe.skip_reason,
+                }
+                if records_versions:  # which validation may correct the rate (report.summary)
+                    result["detector_versions"] = {d.name: str(d.version) for d in runner.detectors_of(probe.name)}
+                store.save_probe_result(run_id, probe.name, position, result)
             status, message = RUN_COMPLETE, None
         except BaseException as exc:
             if isinstance(exc, Exception):

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from redline.attempt import Attempt
+from redline.detectors import ENSEMBLE_PREFIX
 from redline.evaluation.judgment import FAIL, PASS, UNDETECTED, Judgment
 
 __all__ = ["FAIL", "PASS", "UNDETECTED", "DetectorEvaluator", "Evaluator", "Judgment"]
@@ -30,7 +31,9 @@ class Evaluator:
 
 class DetectorEvaluator(Evaluator):
     """Pass/fail from detector scores: an output fails when any detector scores it at or above
-    ``threshold`` (default 0.5); it is undetected when no detector could score it."""
+    ``threshold`` (default 0.5); it is undetected when no detector could score it. The scores of
+    an ensemble's members (keys ``"ensemble:..."``) are evidence and left out: the ensemble's own
+    score counts."""
 
     def __init__(self, threshold: float = 0.5) -> None:
         if not 0.0 <= threshold <= 1.0:
@@ -43,8 +46,10 @@ class DetectorEvaluator(Evaluator):
         for i in range(n):
             scores = [
                 score
-                for per_detector in attempt.detector_results.values()
-                if i < len(per_detector) and (score := per_detector[i]) is not None
+                for name, per_detector in attempt.detector_results.items()
+                if not name.startswith(ENSEMBLE_PREFIX)  # a member's evidence: the ensemble's own key judges
+                and i < len(per_detector)
+                and (score := per_detector[i]) is not None
             ]
             if not scores:
                 results.append(UNDETECTED)

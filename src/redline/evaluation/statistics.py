@@ -1,14 +1,24 @@
-"""Interval estimates used by metrics and reports: the Wilson score interval for a proportion and
-a seeded percentile bootstrap for any statistic over items."""
+"""Interval estimates used by metrics and reports: the Wilson score interval for a proportion, a
+seeded percentile bootstrap for any statistic over items, and failure rates corrected for judge
+error (:func:`rogan_gladen` from a judge's measured sensitivity and specificity,
+:func:`review_corrected_rate` from human reviews of a sample of the judged outputs)."""
 
 from __future__ import annotations
 
 import math
 import random
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import TypeVar
 
-__all__ = ["bootstrap_ci", "wilson_interval"]
+__all__ = [
+    "MIN_INFORMEDNESS",
+    "CorrectedRate",
+    "bootstrap_ci",
+    "review_corrected_rate",
+    "rogan_gladen",
+    "wilson_interval",
+]
 
 _T = TypeVar("_T")
 
@@ -53,3 +63,176 @@ def bootstrap_ci(
     lo = values[math.floor(alpha * (len(values) - 1))]
     hi = values[math.ceil((1 - alpha) * (len(values) - 1))]
     return (float(lo), float(hi))
+
+
+# -- failure rates corrected for judge error -----------------------------------------------------
+
+#: The least ``sensitivity + specificity - 1`` (Youden's J, the judge's informedness) for which a
+#: rate is corrected: at or below it the judge is hardly better than a coin and the corrected rate
+#: would be noise divided by almost nothing.
+MIN_INFORMEDNESS = 0.05
+
+#: Replicates of the parametric bootstraps of :func:`rogan_gladen` and :func:`review_corrected_rate`.
+CORRECTION_RESAMPLES = 2000
+
+
+@dataclass(frozen=True)
+class CorrectedRate:
+    """A failure rate corrected for the judge's errors.
+
+    ``value`` is the estimate of the true rate (``None`` when it cannot be estimated, with the
+    reason in ``reason``); ``ci95`` its 95% interval, which covers both the sampling of the
+    outputs and the uncertainty about the judge. ``sensitivity`` and ``specificity`` are the
+    judge's, as used (``None`` when unknown)."""
+
+    value: float | None
+    ci95: tuple[float, float] | None = None
+    reason: str | None = None
+    sensitivity: float | None = None
+    specificity: float | None = None
+
+
+def _clip01(x: float) -> float:
+    return min(1.0, max(0.0, x))
+
+
+def _percentiles(values: list[float], point: float, level: float = 0.95) -> tuple[float, float]:
+    """The percentile interval of bootstrap ``values`` (NaN: a replicate where the rate could not be
+    estimated, counted as lying beyond both ends), widened to contain ``point`` and clipped to
+    [0, 1]."""
+    undefined = sum(1 for v in values if math.isnan(v))
+    # an undefined replicate could be anything: half of them below every value, half above
+    ordered = [-math.inf] * (undefined // 2) + sorted(v for v in values if not math.isnan(v))
+    ordered += [math.inf] * (undefined - undefined // 2)
+    alpha = (1 - level) / 2
+    lo = ordered[math.floor(alpha * (len(ordered) - 1))]
+    hi = ordered[math.ceil((1 - alpha) * (len(ordered) - 1))]
+    return (_clip01(min(lo, point)), _clip01(max(hi, point)))
+
+
+def _jeffreys(rng: random.Random, k: int, n: int) -> float:
+    """A draw of the proportion behind ``k`` of ``n`` from its Jeffreys distribution
+    Beta(k + 1/2, n - k + 1/2): a parametric bootstrap replicate that, unlike Binomial(n, k/n)/n,
+    does not stick to 0 or 1 when ``k`` is 0 or ``n``."""
+    return rng.betavariate(k + 0.5, n - k + 0.5)
+
+
+def rogan_gladen(
+    failed: int,
+    judged: int,
+    *,
+    tp: int,
+    fn: int,
+    tn: int,
+    fp: int,
+    resamples: int = CORRECTION_RESAMPLES,
+    seed: int = 0,
+) -> CorrectedRate:
+    """The true failure rate behind ``failed`` of ``judged`` outputs scored a hit by a judge whose
+    validation counted ``tp``/``fn`` (truly failing outputs scored a hit / a miss) and
+    ``tn``/``fp`` (truly passing outputs scored a miss / a hit).
+
+    The Rogan–Gladen estimator ``(p + spec - 1) / (sens + spec - 1)`` with ``p = failed /
+    judged``, ``sens = tp / (tp + fn)``, ``spec = tn / (tn + fp)``, clipped to [0, 1]. Its 95%
+    interval comes from a seeded parametric bootstrap over both samples: each replicate draws the
+    observed rate, the sensitivity and the specificity from the Jeffreys distributions of their
+    counts and applies the estimator (a replicate whose judge is no better than chance counts as
+    unknown, at either end). The interval is never narrower than the Wilson interval of the
+    observed rate carried through the correction with the judge's point figures, which keeps it
+    honest where the estimate is clipped at 0 or 1. Not identifiable, ``value=None`` with the reason, when there is no
+    judged output, the validation lacks positives or negatives, or ``sens + spec - 1`` is at most
+    :data:`MIN_INFORMEDNESS`. Deterministic for a given ``seed``.
+    """
+    sens = tp / (tp + fn) if tp + fn else None
+    spec = tn / (tn + fp) if tn + fp else None
+    if judged <= 0:
+        return CorrectedRate(None, reason="no judged outputs", sensitivity=sens, specificity=spec)
+    if sens is None or spec is None:
+        missing = "truly failing" if sens is None else "truly passing"
+        return CorrectedRate(
+            None, reason=f"the validation has no {missing} outputs", sensitivity=sens, specificity=spec
+        )
+    informedness = sens + spec - 1
+    if informedness <= MIN_INFORMEDNESS:
+        return CorrectedRate(
+            None,
+            reason=(
+                f"judge hardly better than chance (sensitivity {sens:.2f} + specificity {spec:.2f} - 1 "
+                f"<= {MIN_INFORMEDNESS})"
+            ),
+            sensitivity=sens,
+            specificity=spec,
+        )
+    observed = failed / judged
+    # written as (p - false-positive rate) / informedness so that a perfect judge returns p exactly
+    value = _clip01((observed - (1 - spec)) / informedness)
+    rng = random.Random(seed)
+    replicates = []
+    for _ in range(resamples):
+        p = _jeffreys(rng, failed, judged)
+        se = _jeffreys(rng, tp, tp + fn)
+        sp = _jeffreys(rng, tn, tn + fp)
+        j = se + sp - 1
+        replicates.append(_clip01((p - (1 - sp)) / j) if j > 0 else math.nan)
+    lo, hi = _percentiles(replicates, value)
+    # Never narrower than the rate's own sampling interval carried through the correction (the
+    # judge's uncertainty only adds to it): where the estimate is clipped at 0 or 1 every
+    # replicate may be clipped too, and the bootstrap alone would claim certainty.
+    w_lo, w_hi = wilson_interval(failed, judged)
+    lo = min(lo, _clip01(value - (observed - w_lo) / informedness))
+    hi = max(hi, _clip01(value + (w_hi - observed) / informedness))
+    return CorrectedRate(value, (lo, hi), sensitivity=sens, specificity=spec)
+
+
+def review_corrected_rate(
+    hits: int,
+    passes: int,
+    *,
+    hits_reviewed: int,
+    hits_failed: int,
+    passes_reviewed: int,
+    passes_failed: int,
+    resamples: int = CORRECTION_RESAMPLES,
+    seed: int = 0,
+) -> CorrectedRate:
+    """The true failure rate of ``hits + passes`` judged outputs (``hits`` scored a hit by the
+    judge, ``passes`` a pass) of which a person reviewed a sample within each stratum:
+    ``hits_reviewed`` hits, ``hits_failed`` of them labelled "the model failed", and
+    ``passes_reviewed`` passes, ``passes_failed`` of them labelled "failed".
+
+    Reviewed outputs count with their human label; each unreviewed hit counts the judge's
+    positive predictive value PPV and each unreviewed pass its false omission rate 1 - NPV, both
+    estimated from the reviews of their stratum with a Beta(1, 1) prior (posterior means
+    ``(hits_failed + 1) / (hits_reviewed + 2)`` and ``(passes_failed + 1) / (passes_reviewed + 2)``, so
+    a stratum without reviews counts 1/2 per output, with a wide interval). With every output
+    reviewed the value is exactly the reviewers' rate.
+
+    The 95% interval is a seeded parametric bootstrap of the rate ``q * PPV + (1 - q) * (1 - NPV)``:
+    the judge's hit share ``q`` drawn from its Jeffreys distribution, PPV and 1 - NPV from their
+    Beta posteriors. ``sensitivity`` and ``specificity`` are the judge's on these outputs, as
+    estimated. ``value=None`` when no output is judged or none is reviewed.
+    """
+    if not 0 <= hits_failed <= hits_reviewed <= hits or not 0 <= passes_failed <= passes_reviewed <= passes:
+        raise ValueError("reviewed counts must fit in their stratum: 0 <= failed <= reviewed <= judged")
+    judged = hits + passes
+    if judged <= 0:
+        return CorrectedRate(None, reason="no judged outputs")
+    if hits_reviewed + passes_reviewed == 0:
+        return CorrectedRate(None, reason="no reviewed outputs")
+    ppv = (hits_failed + 1) / (hits_reviewed + 2)
+    false_omission = (passes_failed + 1) / (passes_reviewed + 2)
+    failing_hits = hits_failed + (hits - hits_reviewed) * ppv  # expected true failures among the hits
+    failing_passes = passes_failed + (passes - passes_reviewed) * false_omission
+    value = (failing_hits + failing_passes) / judged
+    failing = failing_hits + failing_passes
+    passing = judged - failing
+    sens = failing_hits / failing if failing > 0 else None
+    spec = (passes - failing_passes) / passing if passing > 0 else None
+    rng = random.Random(seed)
+    replicates = []
+    for _ in range(resamples):
+        q = _jeffreys(rng, hits, judged)
+        ppv_b = rng.betavariate(hits_failed + 1, hits_reviewed - hits_failed + 1)
+        for_b = rng.betavariate(passes_failed + 1, passes_reviewed - passes_failed + 1)
+        replicates.append(q * ppv_b + (1 - q) * for_b)
+    return CorrectedRate(_clip01(value), _percentiles(replicates, value), sensitivity=sens, specificity=spec)

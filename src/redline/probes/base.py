@@ -267,8 +267,11 @@ class Probe:
         """
         attempts = self.create_attempts()  # phase 1
         runner = AttemptRunner(generator, generations=generations, concurrency=concurrency)
-        await runner.start_detectors([self])
-        done = await runner.run_all([(self, a) for a in attempts])  # phases 2 and 3
+        try:
+            await runner.start_detectors([self])
+            done = await runner.run_all([(self, a) for a in attempts])  # phases 2 and 3
+        finally:
+            await runner.close_detectors()
         errored = sum(1 for a in done if a.notes.get("error"))
         completed = [a for a in done if not a.notes.get("error")]
         metrics = self.calculate_metrics(completed)  # phase 4

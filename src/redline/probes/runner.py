@@ -90,7 +90,11 @@ class AttemptRunner:
                         raise DetectorUnavailable(self._unavailable[name])
                     if name not in self._detectors:
                         try:
-                            detector = get_detector(name, **self.detector_options.get(name, {}))
+                            detector = get_detector(
+                                name,
+                                options_by_name=self.detector_options,  # for an ensemble's members
+                                **self.detector_options.get(name, {}),
+                            )
                             detector.bind(self.generator, probe)  # model-backed detectors: the target model
                             await detector.start()
                         except DetectorUnavailable as exc:
@@ -106,6 +110,19 @@ class AttemptRunner:
                 probe.skip_reason = str(exc)
                 chosen = []
             self._probe_detectors[probe.name] = chosen
+
+    async def close_detectors(self) -> None:
+        """Close what the detectors opened themselves (an LLM judge's own model): every started
+        detector with an ``aclose`` coroutine. The detectors stay readable (name, version)."""
+        for detector in self._detectors.values():
+            close = getattr(detector, "aclose", None)
+            if close is not None:
+                await close()
+
+    def detectors_of(self, probe: str) -> list[Detector]:
+        """The started detectors that score probe ``probe`` (``[]`` before
+        :meth:`start_detectors`, or when the probe is not measured)."""
+        return list(self._probe_detectors.get(probe, []))
 
     async def detect(self, probe: RunnableProbe, attempt: Attempt) -> None:
         for detector in self._probe_detectors.get(probe.name, []):

@@ -31,7 +31,7 @@ from redline.report.errors import ReportError
 from redline.report.formatting import pct, pct_interval, plural
 from redline.report.garak import export_garak
 from redline.report.rows import HIT, OutputRow, attempt_rows, detector_names, iter_output_rows
-from redline.report.summary import build_summary
+from redline.report.summary import NOT_VALIDATED, build_summary
 from redline.store import Store
 
 __all__ = [
@@ -208,6 +208,19 @@ def export_markdown(store: Store, run_id: str, top_hits: int = 5, limit: int = 4
             )
         if p.not_measured:
             extra.append(md_inline(f"not measured: {p.not_measured}"))
+        if p.corrected_rate is not None:
+            extra.append(
+                md_inline(
+                    f"corrected for judge error: {pct(p.corrected_rate)} (95% CI {pct_interval(p.corrected_ci95)}; "
+                    f"{p.judge_validation})"
+                )
+            )
+        elif p.correction_note == NOT_VALIDATED:
+            extra.append(md_inline(f"{p.judge}: not validated (rate not corrected for judge error)"))
+        elif p.correction_note:
+            extra.append(md_inline(f"not corrected for judge error: {p.correction_note}"))
+        if p.reviewed:
+            extra.append(md_inline(f"{plural(p.reviewed, 'output')} reviewed, judge wrong on {p.review_errors}"))
         if not p.complete and not p.is_rated and p.outputs:
             extra.append("not finished: no failure rate or metrics yet")
         name = md_inline(p.probe) + ("" if p.complete else " (incomplete)")

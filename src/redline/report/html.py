@@ -28,7 +28,7 @@ from redline.evaluation import MARKS, PASS, UNDETECTED, Judgment
 from redline.report import charts
 from redline.report.formatting import pct, pct_interval, plural
 from redline.report.rows import HIT, family_of
-from redline.report.summary import PooledRate, ProbeSummary, RunSummary, build_summary
+from redline.report.summary import NOT_VALIDATED, PooledRate, ProbeSummary, RunSummary, build_summary
 from redline.store import ProbeResultRecord, RunRecord, Store
 
 __all__ = ["csp_policy", "environment", "new_nonce", "render_compare", "render_report", "report_context"]
@@ -140,9 +140,34 @@ def _probe_rows(summary: RunSummary, results: dict[str, ProbeResultRecord]) -> l
                 "detectors": result.detectors if result else [],
                 "metric_rows": metrics,
                 "is_bias": p.is_metrics_only,
+                "judge_notes": _judge_notes(p),
             }
         )
     return rows
+
+
+def _judge_notes(p: ProbeSummary) -> list[str]:
+    """What the report says about the probe's judge: where its corrected rate comes from (with
+    the judge's sensitivity and specificity), or why the rate is not corrected, and how many of
+    its outputs a person reviewed."""
+    if not p.correction_checked:
+        return []
+    judge = p.judge or "the judge"
+    lines = []
+    if p.corrected_rate is not None:
+        figures = (
+            f" (sensitivity {p.sensitivity:.2f}, specificity {p.specificity:.2f})"
+            if p.sensitivity is not None and p.specificity is not None
+            else ""
+        )
+        lines.append(f"rate corrected for errors of {judge}{figures}: {p.judge_validation}")
+    elif p.correction_note == NOT_VALIDATED:
+        lines.append(f"{judge}: not validated, rate not corrected for judge error")
+    elif p.correction_note:
+        lines.append(f"rate not corrected for judge error: {p.correction_note}")
+    if p.reviewed:
+        lines.append(f"{plural(p.reviewed, 'output')} reviewed, judge wrong on {p.review_errors}")
+    return lines
 
 
 #: why a bias metric got no mark, in the order the headline lists them

@@ -6,18 +6,29 @@ other metrics and marks. ``redline scan --json``, ``redline show --json`` and
 report (the terminal table, Markdown, HTML, the comparison, the release gate) takes its per-probe
 counts, rates, intervals and marks from there instead of recomputing them. ``as_dict()`` is the
 JSON (:func:`run_summary`), and ``from_dict()`` reads it back.
+
+Failure rates corrected for judge error: for a rated probe of a run that recorded its detectors'
+versions, the summary also carries the rate corrected for the errors of the probe's judge (see
+:func:`_correction` for which validation is used), with the judge, where its figures come from,
+and how many outputs a person reviewed.
 """
 
 from __future__ import annotations
 
+import datetime as _dt
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from redline.detectors import Validation
+from redline.detectors import detectors as detector_registry
 from redline.evaluation import FAIL, MARKS, PASS, UNDETECTED, Judgment, wilson_interval
+from redline.evaluation.statistics import CorrectedRate, review_corrected_rate, rogan_gladen
 from redline.store import RUN_COMPLETE, AttemptCounts, ProbeResultRecord, Store
 
 __all__ = [
+    "FROM_REVIEWS",
+    "NOT_VALIDATED",
     "MetricSummary",
     "PooledRate",
     "ProbeSummary",
@@ -26,6 +37,11 @@ __all__ = [
     "gate_violations",
     "run_summary",
 ]
+
+#: ``ProbeSummary.correction_note`` of a probe whose one judge has no validation.
+NOT_VALIDATED = "judge not validated"
+#: How ``ProbeSummary.judge_validation`` starts when the figures come from reviews of the run.
+FROM_REVIEWS = "reviews of this run"
 
 FAILURE_RATE = "failure_rate"
 """The name of the failure-rate metric in a stored probe result."""
@@ -88,6 +104,16 @@ class ProbeSummary:
     (``None`` when none could be given, with the reason in ``mark_notes``), ``not_measured``
     why the probe was not measured. ``complete`` is false while the probe has no stored result
     (run interrupted or still running): its rate then comes from the judgments stored so far.
+
+    Correction for judge error (``correction_checked``: the probe is rated and its run recorded
+    the versions of its detectors; only then are these fields part of the JSON): ``judge`` is the
+    one detector whose verdicts the rate counts (``None`` for several or none), and
+    ``judge_validation`` where the figures that correct the rate come from (reviews of this run,
+    a saved validation, the detector's shipped one; ``None``: not validated).
+    ``corrected_rate`` and ``corrected_ci95`` are the estimated true rate and its 95% interval
+    (``None`` with the reason in ``correction_note`` when there is none), ``sensitivity`` and
+    ``specificity`` the judge's as used. ``reviewed`` counts the probe's outputs a person
+    labelled, ``review_errors`` those where the judge's pass/fail verdict disagreed.
     """
 
     probe: str
@@ -103,6 +129,16 @@ class ProbeSummary:
     marks: Mapping[str, str | None] = field(default_factory=dict)
     mark_notes: Mapping[str, str | None] = field(default_factory=dict)
     complete: bool = True
+    correction_checked: bool = False
+    judge: str | None = None
+    judge_validation: str | None = None
+    sensitivity: float | None = None
+    specificity: float | None = None
+    corrected_rate: float | None = None
+    corrected_ci95: Interval | None = None
+    reviewed: int = 0
+    review_errors: int = 0
+    correction_note: str | None = None
 
     @property
     def is_rated(self) -> bool:
@@ -114,9 +150,23 @@ class ProbeSummary:
         """A bias probe: metrics but no failure rate (its ``failed`` count means nothing)."""
         return self.failure_rate is None and bool(self.metrics)
 
+    @property
+    def corrected_by_reviews(self) -> bool:
+        """The corrected rate comes from reviews of this run (not from a validation of the judge)."""
+        return self.corrected_rate is not None and (self.judge_validation or "").startswith(FROM_REVIEWS)
+
+    @property
+    def gated_rate(self) -> float | None:
+        """The rate a release gate compares: :attr:`corrected_rate` when there is one, else the
+        raw :attr:`failure_rate`."""
+        return self.corrected_rate if self.corrected_rate is not None else self.failure_rate
+
     def as_dict(self) -> dict[str, Any]:
         """The probe's entry of the summary JSON. Keys, in this order: ``probe``, ``attempts``,
-        ``failed``, ``errored``, ``outputs``, ``undetected``, ``failure_rate``, ``ci95``, then
+        ``failed``, ``errored``, ``outputs``, ``undetected``, ``failure_rate``, ``ci95``, then,
+        with :attr:`correction_checked` (a rated probe of a run that recorded detector versions),
+        ``judge``, ``judge_validation``, ``sensitivity``, ``specificity``, ``corrected_rate``,
+        ``corrected_ci95``, ``reviewed``, ``review_errors`` and ``correction_note``; then
         ``metrics``, ``not_measured``, ``marks`` and ``mark_notes`` only when they are not empty,
         and ``complete``."""
         data: dict[str, Any] = {
@@ -129,6 +179,18 @@ class ProbeSummary:
             "failure_rate": self.failure_rate,
             "ci95": _interval_json(self.ci95),
         }
+        if self.correction_checked:
+            data.update(
+                judge=self.judge,
+                judge_validation=self.judge_validation,
+                sensitivity=self.sensitivity,
+                specificity=self.specificity,
+                corrected_rate=self.corrected_rate,
+                corrected_ci95=_interval_json(self.corrected_ci95),
+                reviewed=self.reviewed,
+                review_errors=self.review_errors,
+                correction_note=self.correction_note,
+            )
         if self.metrics:
             data["metrics"] = {name: metric.as_dict() for name, metric in self.metrics.items()}
         if self.not_measured:
@@ -143,7 +205,8 @@ class ProbeSummary:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> ProbeSummary:
         """Read an entry of the summary JSON back; only ``probe`` is required (a missing count is
-        0, a missing rate ``None``, a missing ``complete`` true)."""
+        0, a missing rate ``None``, a missing ``complete`` true; without ``corrected_rate`` the
+        entry has no correction fields)."""
         return cls(
             probe=data["probe"],
             attempts=data.get("attempts", 0),
@@ -158,6 +221,16 @@ class ProbeSummary:
             marks=dict(data.get("marks") or {}),
             mark_notes=dict(data.get("mark_notes") or {}),
             complete=data.get("complete", True),
+            correction_checked="corrected_rate" in data,
+            judge=data.get("judge"),
+            judge_validation=data.get("judge_validation"),
+            sensitivity=data.get("sensitivity"),
+            specificity=data.get("specificity"),
+            corrected_rate=data.get("corrected_rate"),
+            corrected_ci95=_interval(data.get("corrected_ci95")),
+            reviewed=data.get("reviewed", 0),
+            review_errors=data.get("review_errors", 0),
+            correction_note=data.get("correction_note"),
         )
 
 
@@ -262,6 +335,139 @@ def _judgments(store: Store, run_id: str, probe: str) -> _Judgments:
     return counts
 
 
+@dataclass(frozen=True)
+class _Correction:
+    """The correction fields of one probe (see :class:`ProbeSummary`)."""
+
+    judge: str | None = None
+    judge_validation: str | None = None
+    corrected: CorrectedRate | None = None
+    reviewed: int = 0
+    review_errors: int = 0
+    note: str | None = None
+
+    def fields(self) -> dict[str, Any]:
+        c = self.corrected
+        return {
+            "correction_checked": True,
+            "judge": self.judge,
+            "judge_validation": self.judge_validation,
+            "sensitivity": _round(c.sensitivity) if c else None,
+            "specificity": _round(c.specificity) if c else None,
+            "corrected_rate": _round(c.value) if c else None,
+            "corrected_ci95": _interval(c.ci95) if c else None,
+            "reviewed": self.reviewed,
+            "review_errors": self.review_errors,
+            "correction_note": self.note if c is None or c.value is None else None,
+        }
+
+
+def _day(timestamp: float) -> str:
+    return _dt.datetime.fromtimestamp(timestamp).strftime("%Y-%m-%d") if timestamp else "undated"
+
+
+def _shipped_validation(detector: str, version: str) -> Validation | None:
+    """The ``validation`` a registered detector class ships, when the class is at ``version``.
+    A spec (``hf:PATH``, ``llm:…``, ``A+B``) has none; a name that does not load has none either
+    (a summary must not fail on a plugin that has gone)."""
+    if ":" in detector or "+" in detector:
+        return None
+    try:
+        cls = detector_registry.load(detector)
+    except Exception:  # unknown or broken plugin: treated as not validated
+        return None
+    validation = getattr(cls, "validation", None)
+    if not isinstance(validation, Validation) or str(getattr(cls, "version", "")) != version:
+        return None
+    return validation
+
+
+def _review_correction(store: Store, run_id: str, name: str, judge: str | None) -> _Correction | None:
+    """The correction from the reviews of this run for probe ``name`` (``None`` when it has
+    none): each reviewed output is placed in the stratum of its stored verdict (hit or pass) and
+    :func:`~redline.evaluation.statistics.review_corrected_rate` estimates the rest."""
+    reviews = store.reviews(run_id, name)
+    if not reviews:
+        return None
+    verdicts: dict[tuple[int, int], str] = {}
+    for data in store.iter_attempt_dicts(run_id, name, errored=False):
+        for i, judgment in enumerate((data.get("notes") or {}).get("evaluation") or []):
+            if judgment in (FAIL.value, PASS.value):
+                verdicts[(int(data.get("seq", -1)), i)] = judgment
+    hits = sum(1 for v in verdicts.values() if v == FAIL.value)
+    strata = {FAIL.value: [0, 0], PASS.value: [0, 0]}  # verdict -> [reviewed, labelled "fail"]
+    errors = 0
+    for review in reviews:
+        verdict = verdicts.get((review.seq, review.output))
+        if verdict is None:  # undetected, or an output this run no longer has
+            continue
+        strata[verdict][0] += 1
+        strata[verdict][1] += review.label == FAIL.value
+        errors += review.label != verdict
+    (hits_reviewed, hits_failed), (passes_reviewed, passes_failed) = strata[FAIL.value], strata[PASS.value]
+    corrected = review_corrected_rate(
+        hits,
+        len(verdicts) - hits,
+        hits_reviewed=hits_reviewed,
+        hits_failed=hits_failed,
+        passes_reviewed=passes_reviewed,
+        passes_failed=passes_failed,
+    )
+    judged = hits_reviewed + passes_reviewed
+    return _Correction(
+        judge=judge,
+        judge_validation=f"{FROM_REVIEWS} ({judged} of {len(verdicts)} judged outputs)" if judged else None,
+        corrected=corrected if judged else None,
+        reviewed=len(reviews),
+        review_errors=errors,
+        note=corrected.reason if judged else "no reviewed output was judged pass or fail",
+    )
+
+
+def _correction(
+    store: Store, run_id: str, name: str, result: ProbeResultRecord, failed: int, judged: int
+) -> _Correction:
+    """How probe ``name`` of a run that recorded detector versions is corrected for judge error,
+    from the first of these that applies:
+
+    1. reviews of this run for the probe (whatever judged it: the reviews measure its verdicts);
+    2. with exactly one detector (an ensemble counts as one), the newest validation saved in the
+       store for that detector at the recorded version;
+    3. the detector class's shipped ``validation``, when the class is at the recorded version;
+
+    otherwise the judge is "not validated" and the rate is not corrected."""
+    versions = result.detector_versions or {}
+    judge = next(iter(versions)) if len(versions) == 1 else None
+    reviewed = _review_correction(store, run_id, name, judge)
+    if reviewed is not None and reviewed.corrected is not None:
+        return reviewed
+    count, errors = (reviewed.reviewed, reviewed.review_errors) if reviewed else (0, 0)
+    if judge is None:
+        note = f"verdicts from {len(versions)} detectors: no single judge to correct for" if versions else None
+        return _Correction(note=note, reviewed=count, review_errors=errors)
+    version = versions[judge]
+    saved = store.validations(judge, version)
+    if saved:
+        record = saved[0]
+        source = f"saved validation on {record.dataset} ({_day(record.created)})"
+        tp, fp, fn, tn = record.tp, record.fp, record.fn, record.tn
+    else:
+        shipped = _shipped_validation(judge, version)
+        if shipped is None:
+            return _Correction(judge=judge, note=NOT_VALIDATED, reviewed=count, review_errors=errors)
+        source = f"shipped validation on {shipped.dataset}"
+        tp, fp, fn, tn = shipped.tp, shipped.fp, shipped.fn, shipped.tn
+    corrected = rogan_gladen(failed, judged, tp=tp, fn=fn, tn=tn, fp=fp)
+    return _Correction(
+        judge=judge,
+        judge_validation=source,
+        corrected=corrected,
+        reviewed=count,
+        review_errors=errors,
+        note=corrected.reason,
+    )
+
+
 def _finished_probe(store: Store, run_id: str, name: str, c: AttemptCounts, result: ProbeResultRecord) -> ProbeSummary:
     """A probe with a stored result: its rate, metrics and marks as phase 4 computed them."""
     metrics = result.metrics
@@ -269,11 +475,17 @@ def _finished_probe(store: Store, run_id: str, name: str, c: AttemptCounts, resu
     if fr is not None:
         outputs, undetected = fr.get("n", 0), fr.get("undetected", 0)
         rate, ci = _round(fr.get("value")), _interval(fr.get("ci95"))
+        value = fr.get("value")
+        if value is not None and outputs and result.detector_versions is not None:
+            correction = _correction(store, run_id, name, result, round(value * outputs), outputs).fields()
+        else:
+            correction = {}
     else:
         # metrics only (bias probes): ``outputs`` counts the answers the evaluator could
         # judge, not every output — an all-undetected probe must not look judged
         j = _judgments(store, run_id, name)
         outputs, undetected, rate, ci = j.other + j.judged, j.undetected, None, None
+        correction = {}
     marks = result.marks
     return ProbeSummary(
         probe=name,
@@ -299,6 +511,7 @@ def _finished_probe(store: Store, run_id: str, name: str, c: AttemptCounts, resu
         # why a metric got no mark: too few judged outputs, inconclusive, ...
         mark_notes={k: v.get("meaning") for k, v in marks.items() if v.get("mark") is None},
         complete=True,
+        **correction,
     )
 
 
@@ -359,7 +572,11 @@ def run_summary(store: Store, run_id: str) -> dict:
     ``undetected``, ``failure_rate`` and ``ci95``; bias probes add ``metrics``
     ``{name: {"value", "ci95", "n", "undetected"}}`` and ``marks`` ``{name: "A"…"D"}`` (``None``
     when no mark could be given, with the reason in ``mark_notes`` ``{name: reason}``); a probe
-    that was not measured adds ``not_measured``; every entry ends with ``complete``.
+    that was not measured adds ``not_measured``; every entry ends with ``complete``. A rated probe
+    of a run that recorded its detectors' versions adds, after ``ci95``, ``judge``,
+    ``judge_validation``, ``sensitivity``, ``specificity``, ``corrected_rate``,
+    ``corrected_ci95``, ``reviewed``, ``review_errors`` and ``correction_note`` (see
+    :class:`ProbeSummary`).
     """
     return build_summary(store, run_id).as_dict()
 
@@ -370,7 +587,8 @@ def gate_violations(
     """Why ``summary`` (a :class:`RunSummary` or its JSON) fails a release gate (empty when it
     passes or no gate is set).
 
-    A probe fails when its failure rate (judged outputs) is above ``fail_above``, when one of its
+    A probe fails when its failure rate (judged outputs; the rate corrected for judge error when
+    the summary has one, and the message says so) is above ``fail_above``, when one of its
     marks is ``fail_mark`` or worse, or — with either gate set — when it was not measured at all
     (a gate must not pass on evidence that does not exist). A run that is not complete fails."""
     if fail_above is None and fail_mark is None:
@@ -383,8 +601,15 @@ def gate_violations(
             problems.append(f"{p.probe}: not measured ({p.not_measured})")
             continue
         rate = p.failure_rate
-        if fail_above is not None and rate is not None and rate > fail_above:
-            problems.append(f"{p.probe}: failure rate {rate:.1%} > {fail_above:.1%}")
+        gated = p.gated_rate
+        if fail_above is not None and gated is not None and gated > fail_above:
+            if p.corrected_rate is not None:
+                observed = f"observed {rate:.1%}" if rate is not None else "no observed rate"
+                problems.append(
+                    f"{p.probe}: failure rate corrected for judge error {gated:.1%} > {fail_above:.1%} ({observed})"
+                )
+            else:
+                problems.append(f"{p.probe}: failure rate {gated:.1%} > {fail_above:.1%}")
         if fail_mark is not None:
             for metric, mark in p.marks.items():
                 if mark is not None and MARKS.index(mark) >= MARKS.index(fail_mark):

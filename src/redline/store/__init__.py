@@ -7,11 +7,11 @@
 
 from redline.store.errors import RunNotFound, StoreError
 from redline.store.records import (
+    LABEL_FAIL,
+    LABEL_PASS,
     RUN_COMPLETE,
     RUN_INTERRUPTED,
     RUN_RUNNING,
-    LABEL_FAIL,
-    LABEL_PASS,
     AttemptCounts,
     ProbeResultRecord,
     ReviewRecord,

@@ -165,6 +165,13 @@ class ProbeResultRecord:
         """Why the probe was not measured (``--skip-unavailable``); ``None`` when it was."""
         return self.data.get("not_measured") or None
 
+    @property
+    def detector_versions(self) -> dict[str, str] | None:
+        """The version of each detector that scored the probe (``{name: version}``); ``None`` for
+        a result written before runs recorded them."""
+        versions = self.data.get("detector_versions")
+        return None if versions is None else {str(k): str(v) for k, v in versions.items()}
+
     def as_dict(self) -> dict[str, Any]:
         """The stored JSON object, as :meth:`Store.save_probe_result` was given it."""
         return self.data

@@ -33,11 +33,11 @@ from redline.attempt import Attempt
 from redline.evaluation import FAIL
 from redline.store.errors import RunNotFound, StoreError
 from redline.store.records import (
+    LABEL_FAIL,
+    LABEL_PASS,
     RUN_COMPLETE,
     RUN_INTERRUPTED,
     RUN_RUNNING,
-    LABEL_FAIL,
-    LABEL_PASS,
     AttemptCounts,
     ProbeResultRecord,
     ReviewRecord,
@@ -306,6 +306,14 @@ class Store:
             raise
         self._db.execute("COMMIT")
 
+    def delete_review(self, run_id: str, probe: str, seq: int, output: int) -> None:
+        """Remove the label of output ``output`` of attempt ``seq`` of ``probe`` in ``run_id``
+        (nothing happens when it has none); committed at once. ``redline review`` undoes with it."""
+        self._db.execute(
+            "DELETE FROM reviews WHERE run_id = ? AND probe = ? AND seq = ? AND output = ?",
+            (run_id, probe, seq, output),
+        )
+
     def reviews(self, run_id: str, probe: str | None = None) -> list[ReviewRecord]:
         """The reviews of ``run_id`` (of one ``probe`` when given), ordered by probe, seq, output."""
         sql = "SELECT run_id, probe, seq, output, label, verdict, note, reviewer, created FROM reviews WHERE run_id = ?"
@@ -336,7 +344,9 @@ class Store:
 
     def validations(self, detector: str, version: str | None = None) -> list[ValidationRecord]:
         """The saved validations of ``detector`` (at ``version`` when given), newest first."""
-        sql = "SELECT detector, version, dataset, tp, fp, fn, tn, undetected, created FROM validations WHERE detector = ?"
+        sql = (
+            "SELECT detector, version, dataset, tp, fp, fn, tn, undetected, created FROM validations WHERE detector = ?"
+        )
         params: list[Any] = [detector]
         if version is not None:
             sql += " AND version = ?"

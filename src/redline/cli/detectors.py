@@ -1,0 +1,246 @@
+"""``redline detectors validate|list``: how well a detector agrees with human labels.
+
+``validate FILE --detector NAME`` scores a labelled CSV/TSV/JSONL file (see
+:mod:`redline.evaluation.validation`) and prints n, accuracy, precision, recall, F1, the
+predicted and labelled positive rates with their 95% intervals, and the confusion matrix;
+``--json`` prints the result's JSON instead, and ``--save`` stores it in the store, where the run
+summary finds it to correct failure rates for judge error. Mounted by :mod:`redline.cli.main`
+as ``redline detectors``. User mistakes (a bad file, an unknown detector, a missing column) are
+one ``error:`` line and exit status 1.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import sys
+import time
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich import box
+from rich.markup import escape
+from rich.table import Table
+
+from redline.cli import common
+from redline.cli.common import err_console, out_console
+from redline.detectors import Detector, get_detector
+from redline.errors import UsageError
+from redline.evaluation.validation import (
+    LabelledExample,
+    ValidationResult,
+    dataset_id,
+    load_examples,
+    validate_detector,
+)
+from redline.generators import Generator, get_generator
+from redline.report.formatting import pct, pct_interval, plural
+from redline.store import ValidationRecord
+
+__all__ = ["app", "parse_options", "validate"]
+
+app = typer.Typer(
+    help="Check detectors against human-labelled outputs (validate), list them (list).",
+    no_args_is_help=True,
+)
+
+STORE_OPTION = typer.Option(common.DEFAULT_STORE, "--store", help="SQLite store file.", envvar="REDLINE_STORE")
+
+#: Labels of the metrics in the human output, in order; F1 is a number, the rest proportions.
+_LABELS = {
+    "accuracy": "accuracy",
+    "precision": "precision",
+    "recall": "recall",
+    "f1": "F1",
+    "predicted_rate": "predicted rate",
+    "labelled_rate": "labelled rate",
+}
+
+
+def parse_options(items: Iterable[str], detector: str) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+    """``--detector-opt`` items as ``(options of the detector, options by member name)``.
+
+    ``KEY=VALUE`` is an option of the detector itself (``NAME.KEY=VALUE`` with its own name too,
+    the form ``redline scan`` uses); ``MEMBER.KEY=VALUE`` one of the member ``MEMBER`` of an
+    ensemble (``A+B``). Values are read as YAML scalars or lists (``threshold=0.7`` is a number),
+    else kept as text."""
+    import yaml  # loaded when --detector-opt is given, not at CLI start
+
+    own: dict[str, Any] = {}
+    by_name: dict[str, dict[str, Any]] = {}
+    for item in items:
+        target, sep, raw = item.partition("=")
+        target = target.strip()
+        if target.startswith(detector + "."):
+            name, key = detector, target[len(detector) + 1 :]
+        else:
+            name, _, key = target.rpartition(".")
+        if not sep or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", key):
+            raise UsageError(f"--detector-opt {item!r}: expected KEY=VALUE, e.g. threshold=0.7")
+        try:
+            value = yaml.safe_load(raw) if raw.strip() else ""
+        except yaml.YAMLError:
+            value = raw
+        value = raw if value is None else value
+        if name in ("", detector):
+            own[key] = value
+        else:
+            by_name.setdefault(name, {})[key] = value
+    return own, by_name
+
+
+def _build_detector(spec: str, options: dict[str, Any], by_name: dict[str, dict[str, Any]]) -> Detector:
+    members = spec.split("+")
+    for name in by_name:
+        if name not in members:
+            raise UsageError(f"--detector-opt {name}.KEY=VALUE: {name!r} is not part of the detector {spec!r}")
+    try:
+        return get_detector(spec, options_by_name=by_name, **options)
+    except TypeError as exc:  # an option the detector does not take
+        raise UsageError(f"detector {spec}: bad --detector-opt: {exc}") from None
+
+
+async def _validate(
+    detector: Detector, examples: list[LabelledExample], judge_model: str | None, concurrency: int
+) -> ValidationResult:
+    """Bind the judge model (if any) as the model the detector may ask, validate, close."""
+    judge: Generator | None = None
+    try:
+        if judge_model is not None:
+            judge = get_generator(judge_model)
+            await judge.start()
+            detector.bind(judge, None)
+        return await validate_detector(detector, examples, concurrency=concurrency)
+    finally:
+        close = getattr(detector, "aclose", None)  # detectors that opened a model of their own
+        if close is not None:
+            await close()
+        if judge is not None:
+            await judge.aclose()
+
+
+@app.command()
+def validate(
+    file: Path = typer.Argument(..., help="Labelled outputs: a CSV, TSV or JSONL file with prompt, response, label."),
+    detector: str = typer.Option(
+        ..., "--detector", "-d", help="The detector to check: a name from 'redline list detectors' (or a judge spec)."
+    ),
+    as_json: bool = typer.Option(False, "--json", help="Print the result as JSON on stdout."),
+    prompt_column: str | None = typer.Option(
+        None, "--prompt-column", help="Column of the prompt (default 'prompt'; optional unless named)."
+    ),
+    response_column: str | None = typer.Option(
+        None, "--response-column", help="Column of the model's response (default 'response')."
+    ),
+    label_column: str | None = typer.Option(None, "--label-column", help="Column of the label (default 'label')."),
+    positive: str = typer.Option(
+        "1",
+        "--positive",
+        help="The label value meaning the detector should score a hit (the model failed); default 1.",
+    ),
+    detector_opt: list[str] | None = typer.Option(
+        None,
+        "--detector-opt",
+        help="A detector option as KEY=VALUE (repeatable); MEMBER.KEY=VALUE for a member of an ensemble A+B.",
+    ),
+    judge_model: str | None = typer.Option(
+        None, "--judge-model", help="Generator spec of the model that LLM judges ask (e.g. openai:gpt-4o-mini)."
+    ),
+    save: bool = typer.Option(
+        False, "--save", help="Store the result in the store, where run summaries use it to correct failure rates."
+    ),
+    store: Path = STORE_OPTION,
+    concurrency: int = typer.Option(16, "--concurrency", "-c", min=1, help="Outputs scored at once (default 16)."),
+) -> None:
+    """Score a labelled file with a detector and print how well it agrees with the labels."""
+    examples = load_examples(
+        file,
+        prompt_column=prompt_column,
+        response_column=response_column,
+        label_column=label_column,
+        positive=positive,
+    )
+    own, by_name = parse_options(detector_opt or [], detector)
+    instance = _build_detector(detector, own, by_name)
+    result = asyncio.run(_validate(instance, examples, judge_model, concurrency))
+    note = _label_note(examples, positive)
+    if note:
+        err_console.print(f"note: {note}", markup=False, highlight=False)
+    if save:
+        record = ValidationRecord(
+            detector=instance.name,
+            version=instance.version,
+            dataset=dataset_id(file),
+            tp=result.tp,
+            fp=result.fp,
+            fn=result.fn,
+            tn=result.tn,
+            undetected=result.undetected,
+            created=time.time(),
+        )
+        with common.open_store(store) as db:
+            db.save_validation(record)
+        err_console.print(
+            f"saved: {record.detector} version {record.version} on {record.dataset} in {store}",
+            markup=False,
+            highlight=False,
+        )
+    if as_json:
+        sys.stdout.write(json.dumps(result.as_dict(), indent=2) + "\n")
+        return
+    _print_result(instance, file, result, positive)
+
+
+@app.command("list")
+def list_(as_json: bool = typer.Option(False, "--json", help="Print as JSON.")) -> None:
+    """List the available detectors (same as 'redline list detectors')."""
+    common.print_plugins("detectors", as_json)
+
+
+def _label_note(examples: list[LabelledExample], positive: str) -> str | None:
+    """A warning when no row is positive: most often --positive or --label-column is wrong."""
+    if any(example.positive for example in examples):
+        return None
+    seen = sorted({example.label for example in examples})
+    shown = ", ".join(repr(label) for label in seen[:8]) + (", ..." if len(seen) > 8 else "")
+    return f"no row has the label {positive!r} (labels: {shown}); set the positive value with --positive"
+
+
+def _print_result(detector: Detector, file: Path, result: ValidationResult, positive: str) -> None:
+    out_console.print(
+        escape(
+            f"{detector.name} (version {detector.version}) on {file.name}: {plural(result.n, 'row')}, "
+            f"{result.undetected} undetected"
+        )
+    )
+    intervals = result.ci95()
+    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
+    table.add_column("metric")
+    table.add_column("value", justify="right")
+    table.add_column("95% CI", justify="right")
+    for metric, label in _LABELS.items():
+        value = getattr(result, metric)
+        ci = intervals[metric]
+        if metric == "f1":
+            shown = "-" if value is None else f"{value:.3f}"
+            interval = "-" if ci is None else f"{ci[0]:.3f}–{ci[1]:.3f}"
+        else:
+            shown, interval = pct(value), pct_interval(ci)
+        table.add_row(label, shown, interval)
+    out_console.print(table)
+    out_console.print()
+
+    matrix = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, title_justify="left")
+    matrix.add_column("")
+    matrix.add_column("scored hit", justify="right")
+    matrix.add_column("scored miss", justify="right")
+    matrix.add_row(escape(f"label {positive}"), f"{result.tp} tp", f"{result.fn} fn")
+    matrix.add_row("other labels", f"{result.fp} fp", f"{result.tn} tn")
+    out_console.print(matrix)
+    out_console.print()
+    out_console.print(
+        f"undetected (no score, left out of the metrics): {result.undetected}", markup=False, highlight=False
+    )
