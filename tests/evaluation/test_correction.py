@@ -204,3 +204,43 @@ def test_reviews_of_a_stratified_sample_recover_a_simulated_true_rate():
         )
         covered += result.ci95[0] <= true_rate <= result.ci95[1]
     assert covered >= 0.85 * experiments
+
+
+def test_validation_priors_make_a_few_reviews_adjust_rather_than_replace_the_validation() -> None:
+    from redline.evaluation.statistics import review_corrected_rate, validation_priors
+
+    # a judge validated at sensitivity 0.9 / specificity 0.9 scored 80 of 100 outputs a hit
+    priors = validation_priors(80, 100, tp=90, fn=10, tn=90, fp=10)
+    (pa, pb), (fa, fb) = priors
+    implied_prevalence = (0.8 + 0.9 - 1) / (0.9 + 0.9 - 1)  # Rogan-Gladen: 0.875
+    ppv = 0.9 * implied_prevalence / 0.8
+    assert abs(pa / (pa + pb) - (1 + 10 * ppv) / 12) < 1e-9
+    assert fa / (fa + fb) < 0.5 < pa / (pa + pb)
+    # one review that says the judge was wrong on a hit
+    flat = review_corrected_rate(80, 20, hits_reviewed=1, hits_failed=0, passes_reviewed=0, passes_failed=0)
+    informed = review_corrected_rate(
+        80,
+        20,
+        hits_reviewed=1,
+        hits_failed=0,
+        passes_reviewed=0,
+        passes_failed=0,
+        ppv_prior=priors[0],
+        false_omission_prior=priors[1],
+    )
+    assert flat.value is not None and informed.value is not None
+    assert flat.value < 0.5 < informed.value  # the flat prior lets one label halve the rate
+    assert abs(informed.value - 0.875) < 0.15
+    # with every output reviewed, the prior no longer matters
+    everything = review_corrected_rate(
+        80,
+        20,
+        hits_reviewed=80,
+        hits_failed=60,
+        passes_reviewed=20,
+        passes_failed=2,
+        ppv_prior=priors[0],
+        false_omission_prior=priors[1],
+    )
+    assert everything.value == 0.62
+    assert validation_priors(5, 10, tp=5, fn=5, tn=5, fp=5) == ((1.0, 1.0), (1.0, 1.0))  # no better than chance

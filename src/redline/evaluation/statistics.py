@@ -192,6 +192,8 @@ def review_corrected_rate(
     hits_failed: int,
     passes_reviewed: int,
     passes_failed: int,
+    ppv_prior: tuple[float, float] = (1.0, 1.0),
+    false_omission_prior: tuple[float, float] = (1.0, 1.0),
     resamples: int = CORRECTION_RESAMPLES,
     seed: int = 0,
 ) -> CorrectedRate:
@@ -202,7 +204,10 @@ def review_corrected_rate(
 
     Reviewed outputs count with their human label; each unreviewed hit counts the judge's
     positive predictive value PPV and each unreviewed pass its false omission rate 1 - NPV, both
-    estimated from the reviews of their stratum with a Beta(1, 1) prior (posterior means
+    estimated from the reviews of their stratum with a Beta prior (``ppv_prior`` and
+    ``false_omission_prior``, ``(a, b)``; :func:`validation_priors` derives them from a judge's
+    validation, so that a few reviews adjust it rather than replace it). With the default
+    Beta(1, 1) priors (posterior means
     ``(hits_failed + 1) / (hits_reviewed + 2)`` and ``(passes_failed + 1) / (passes_reviewed + 2)``, so
     a stratum without reviews counts 1/2 per output, with a wide interval). With every output
     reviewed the value is exactly the reviewers' rate.
@@ -219,8 +224,11 @@ def review_corrected_rate(
         return CorrectedRate(None, reason="no judged outputs")
     if hits_reviewed + passes_reviewed == 0:
         return CorrectedRate(None, reason="no reviewed outputs")
-    ppv = (hits_failed + 1) / (hits_reviewed + 2)
-    false_omission = (passes_failed + 1) / (passes_reviewed + 2)
+    (pa, pb), (fa, fb) = ppv_prior, false_omission_prior
+    if min(pa, pb, fa, fb) <= 0:
+        raise ValueError("Beta prior parameters must be positive")
+    ppv = (hits_failed + pa) / (hits_reviewed + pa + pb)
+    false_omission = (passes_failed + fa) / (passes_reviewed + fa + fb)
     failing_hits = hits_failed + (hits - hits_reviewed) * ppv  # expected true failures among the hits
     failing_passes = passes_failed + (passes - passes_reviewed) * false_omission
     value = (failing_hits + failing_passes) / judged
@@ -232,7 +240,36 @@ def review_corrected_rate(
     replicates = []
     for _ in range(resamples):
         q = _jeffreys(rng, hits, judged)
-        ppv_b = rng.betavariate(hits_failed + 1, hits_reviewed - hits_failed + 1)
-        for_b = rng.betavariate(passes_failed + 1, passes_reviewed - passes_failed + 1)
+        ppv_b = rng.betavariate(hits_failed + pa, hits_reviewed - hits_failed + pb)
+        for_b = rng.betavariate(passes_failed + fa, passes_reviewed - passes_failed + fb)
         replicates.append(q * ppv_b + (1 - q) * for_b)
     return CorrectedRate(_clip01(value), _percentiles(replicates, value), sensitivity=sens, specificity=spec)
+
+
+#: How many reviewed outputs a validation's prior weighs in :func:`validation_priors`.
+PRIOR_STRENGTH = 10.0
+
+
+def validation_priors(
+    failed: int, judged: int, *, tp: int, fp: int, fn: int, tn: int, strength: float = PRIOR_STRENGTH
+) -> tuple[tuple[float, float], tuple[float, float]]:
+    """Beta priors ``(ppv_prior, false_omission_prior)`` for :func:`review_corrected_rate` from a
+    judge's validation (``tp``/``fn`` on labelled positives, ``tn``/``fp`` on negatives) and the
+    run's ``failed`` of ``judged`` outputs: the PPV and false omission rate the validation implies at
+    the Rogan–Gladen prevalence, each worth ``strength`` reviewed outputs (plus Beta(1, 1)).
+    Without a usable validation (one-sided, or no better than chance) both are Beta(1, 1)."""
+    flat = ((1.0, 1.0), (1.0, 1.0))
+    if judged <= 0 or tp + fn == 0 or tn + fp == 0:
+        return flat
+    sens, spec = tp / (tp + fn), tn / (tn + fp)
+    if sens + spec - 1 <= 0.05:
+        return flat
+    prevalence = min(1.0, max(0.0, (failed / judged + spec - 1) / (sens + spec - 1)))
+    hit_share = sens * prevalence + (1 - spec) * (1 - prevalence)
+    pass_share = 1 - hit_share
+    ppv = sens * prevalence / hit_share if hit_share > 0 else 0.5
+    false_omission = (1 - sens) * prevalence / pass_share if pass_share > 0 else 0.5
+    return (
+        (1.0 + strength * ppv, 1.0 + strength * (1 - ppv)),
+        (1.0 + strength * false_omission, 1.0 + strength * (1 - false_omission)),
+    )

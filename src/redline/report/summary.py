@@ -23,7 +23,7 @@ from typing import Any
 from redline.detectors import Validation
 from redline.detectors import detectors as detector_registry
 from redline.evaluation import FAIL, MARKS, PASS, UNDETECTED, Judgment, wilson_interval
-from redline.evaluation.statistics import CorrectedRate, review_corrected_rate, rogan_gladen
+from redline.evaluation.statistics import CorrectedRate, review_corrected_rate, rogan_gladen, validation_priors
 from redline.store import RUN_COMPLETE, AttemptCounts, ProbeResultRecord, Store
 
 __all__ = [
@@ -382,10 +382,13 @@ def _shipped_validation(detector: str, version: str) -> Validation | None:
     return validation
 
 
-def _review_correction(store: Store, run_id: str, name: str, judge: str | None) -> _Correction | None:
+def _review_correction(
+    store: Store, run_id: str, name: str, judge: str | None, validation: tuple[str, tuple[int, int, int, int]] | None
+) -> _Correction | None:
     """The correction from the reviews of this run for probe ``name`` (``None`` when it has
     none): each reviewed output is placed in the stratum of its stored verdict (hit or pass) and
-    :func:`~redline.evaluation.statistics.review_corrected_rate` estimates the rest."""
+    :func:`~redline.evaluation.statistics.review_corrected_rate` estimates the rest, starting from
+    the judge's ``validation`` (``(source, (tp, fp, fn, tn))``) when there is one."""
     reviews = store.reviews(run_id, name)
     if not reviews:
         return None
@@ -405,6 +408,12 @@ def _review_correction(store: Store, run_id: str, name: str, judge: str | None) 
         strata[verdict][1] += review.label == FAIL.value
         errors += review.label != verdict
     (hits_reviewed, hits_failed), (passes_reviewed, passes_failed) = strata[FAIL.value], strata[PASS.value]
+    priors = ((1.0, 1.0), (1.0, 1.0))
+    start = ""
+    if validation is not None:
+        source, (tp, fp, fn, tn) = validation
+        priors = validation_priors(hits, len(verdicts), tp=tp, fp=fp, fn=fn, tn=tn)
+        start = f", starting from the {source}"
     corrected = review_corrected_rate(
         hits,
         len(verdicts) - hits,
@@ -412,11 +421,13 @@ def _review_correction(store: Store, run_id: str, name: str, judge: str | None) 
         hits_failed=hits_failed,
         passes_reviewed=passes_reviewed,
         passes_failed=passes_failed,
+        ppv_prior=priors[0],
+        false_omission_prior=priors[1],
     )
     judged = hits_reviewed + passes_reviewed
     return _Correction(
         judge=judge,
-        judge_validation=f"{FROM_REVIEWS} ({judged} of {len(verdicts)} judged outputs)" if judged else None,
+        judge_validation=f"{FROM_REVIEWS} ({judged} of {len(verdicts)} judged outputs{start})" if judged else None,
         corrected=corrected if judged else None,
         reviewed=len(reviews),
         review_errors=errors,
@@ -438,25 +449,32 @@ def _correction(
     otherwise the judge is "not validated" and the rate is not corrected."""
     versions = result.detector_versions or {}
     judge = next(iter(versions)) if len(versions) == 1 else None
-    reviewed = _review_correction(store, run_id, name, judge)
+    validation: tuple[str, tuple[int, int, int, int]] | None = None
+    if judge is not None:
+        saved = store.validations(judge, versions[judge])
+        if saved:
+            record = saved[0]
+            validation = (
+                f"saved validation on {record.dataset} ({_day(record.created)})",
+                (record.tp, record.fp, record.fn, record.tn),
+            )
+        else:
+            shipped = _shipped_validation(judge, versions[judge])
+            if shipped is not None:
+                validation = (
+                    f"shipped validation on {shipped.dataset}",
+                    (shipped.tp, shipped.fp, shipped.fn, shipped.tn),
+                )
+    reviewed = _review_correction(store, run_id, name, judge, validation)
     if reviewed is not None and reviewed.corrected is not None:
         return reviewed
     count, errors = (reviewed.reviewed, reviewed.review_errors) if reviewed else (0, 0)
     if judge is None:
         note = f"verdicts from {len(versions)} detectors: no single judge to correct for" if versions else None
         return _Correction(note=note, reviewed=count, review_errors=errors)
-    version = versions[judge]
-    saved = store.validations(judge, version)
-    if saved:
-        record = saved[0]
-        source = f"saved validation on {record.dataset} ({_day(record.created)})"
-        tp, fp, fn, tn = record.tp, record.fp, record.fn, record.tn
-    else:
-        shipped = _shipped_validation(judge, version)
-        if shipped is None:
-            return _Correction(judge=judge, note=NOT_VALIDATED, reviewed=count, review_errors=errors)
-        source = f"shipped validation on {shipped.dataset}"
-        tp, fp, fn, tn = shipped.tp, shipped.fp, shipped.fn, shipped.tn
+    if validation is None:
+        return _Correction(judge=judge, note=NOT_VALIDATED, reviewed=count, review_errors=errors)
+    source, (tp, fp, fn, tn) = validation
     corrected = rogan_gladen(failed, judged, tp=tp, fn=fn, tn=tn, fp=fp)
     return _Correction(
         judge=judge,
