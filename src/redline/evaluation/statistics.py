@@ -212,9 +212,10 @@ def review_corrected_rate(
     a stratum without reviews counts 1/2 per output, with a wide interval). With every output
     reviewed the value is exactly the reviewers' rate.
 
-    The 95% interval is a seeded parametric bootstrap of the rate ``q * PPV + (1 - q) * (1 - NPV)``:
-    the judge's hit share ``q`` drawn from its Jeffreys distribution, PPV and 1 - NPV from their
-    Beta posteriors. ``sensitivity`` and ``specificity`` are the judge's on these outputs, as
+    The 95% interval is a seeded parametric bootstrap: PPV and 1 - NPV drawn from their Beta
+    posteriors give the outputs' true failures (reviewed outputs as labelled), and the model's
+    failure probability behind them is drawn from its Jeffreys distribution (the sampling error the
+    raw rate's interval also counts). ``sensitivity`` and ``specificity`` are the judge's on these outputs, as
     estimated. ``value=None`` when no output is judged or none is reviewed.
     """
     if not 0 <= hits_failed <= hits_reviewed <= hits or not 0 <= passes_failed <= passes_reviewed <= passes:
@@ -239,10 +240,12 @@ def review_corrected_rate(
     rng = random.Random(seed)
     replicates = []
     for _ in range(resamples):
-        q = _jeffreys(rng, hits, judged)
+        # the outputs' true failures: reviewed ones as labelled, the others from PPV and 1 - NPV
         ppv_b = rng.betavariate(hits_failed + pa, hits_reviewed - hits_failed + pb)
         for_b = rng.betavariate(passes_failed + fa, passes_reviewed - passes_failed + fb)
-        replicates.append(q * ppv_b + (1 - q) * for_b)
+        failing_b = hits_failed + (hits - hits_reviewed) * ppv_b + passes_failed + (passes - passes_reviewed) * for_b
+        # and the model's failure probability behind those outputs (sampling error, as the raw rate has)
+        replicates.append(rng.betavariate(failing_b + 0.5, judged - failing_b + 0.5))
     return CorrectedRate(_clip01(value), _percentiles(replicates, value), sensitivity=sens, specificity=spec)
 
 
