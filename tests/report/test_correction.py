@@ -167,7 +167,9 @@ def test_reviews_of_the_run_come_first_and_with_every_output_reviewed_give_the_h
     )
     p = probe_of(store, run_id)
     assert p.corrected_rate == 0.3  # 3 of the 10 judged outputs truly failed
-    assert p.judge_validation.startswith("reviews of this run (10 of 10 judged outputs, starting from the saved validation")
+    assert p.judge_validation.startswith(
+        "reviews of this run (10 of 10 judged outputs, starting from the saved validation"
+    )
     assert (p.reviewed, p.review_errors) == (11, 3)  # judge wrong on 2, 3 and 4; 10 had no verdict
     assert (p.sensitivity, p.specificity) == (pytest.approx(2 / 3, abs=1e-6), pytest.approx(5 / 7, abs=1e-6))
     lo, hi = p.corrected_ci95
