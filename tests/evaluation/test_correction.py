@@ -244,3 +244,25 @@ def test_validation_priors_make_a_few_reviews_adjust_rather_than_replace_the_val
     )
     assert everything.value == 0.62
     assert validation_priors(5, 10, tp=5, fn=5, tn=5, fp=5) == ((1.0, 1.0), (1.0, 1.0))  # no better than chance
+
+
+@pytest.mark.parametrize(
+    ("hits", "passes", "hr", "hf", "pr", "pf"),
+    [(9, 1, 3, 2, 1, 0), (9, 1, 2, 0, 0, 0), (50, 50, 10, 9, 10, 1), (3, 97, 3, 0, 20, 2)],
+)
+def test_the_review_interval_contains_its_estimate(hits, passes, hr, hf, pr, pf) -> None:
+    from redline.evaluation.statistics import review_corrected_rate, validation_priors
+
+    for priors in (((1.0, 1.0), (1.0, 1.0)), validation_priors(hits, hits + passes, tp=88, fn=12, tn=88, fp=12)):
+        result = review_corrected_rate(
+            hits,
+            passes,
+            hits_reviewed=hr,
+            hits_failed=hf,
+            passes_reviewed=pr,
+            passes_failed=pf,
+            ppv_prior=priors[0],
+            false_omission_prior=priors[1],
+        )
+        assert result.value is not None and result.ci95 is not None
+        assert result.ci95[0] <= result.value <= result.ci95[1]
