@@ -346,7 +346,14 @@ def _attempt_view(attempt: Attempt) -> dict:
                 "scores": scores,
             }
         )
-    all_scores = [s for values in attempt.detector_results.values() for s in values if s is not None]
+    # the verdict's scores: an ensemble's members (``ensemble:NAME``) are evidence, shown but not the verdict
+    all_scores = [
+        s
+        for name, values in attempt.detector_results.items()
+        if not name.startswith("ensemble:")
+        for s in values
+        if s is not None
+    ]
     outcomes = sorted({e.replace(" ", "_") for e in evaluation}) + (["error"] if error else [])
     preview_source = " ".join((prompt_turns[-1]["text"] if prompt_turns else "").split())
     metadata = {k: attempt.notes[k] for k in ("prompt_metadata", "item_metadata") if attempt.notes.get(k)}
