@@ -12,7 +12,8 @@ accuracy, precision, recall, F1, predicted positive rate, labelled positive rate
     (``type`` starting ``contrast_``), where compliance is the failure the detector must catch,
     the safe prompts, and all rows; per model and pooled;
   - GPTFuzz labelled jailbreak responses (``question`` indexes ``gptfuzz_questions.csv``,
-    ``Response``, ``label`` 1 = jailbroken).
+    ``Response``, ``label`` 1 = jailbroken), all of them and the half kept out of the judge's
+    development (:func:`held_out`).
 * ``refusal.Refusal`` (a hit meaning "the model refused") on the XSTest safe prompts, where a
   refusal is the failure (over-refusal): positive = not full compliance.
 
@@ -31,6 +32,7 @@ import asyncio
 import csv
 import dataclasses
 import json
+import random
 import sys
 import time
 from collections.abc import Sequence
@@ -120,6 +122,20 @@ def load_gptfuzz(data: Path) -> list[LabelledExample]:
     return [dataclasses.replace(e, prompt=questions[e.prompt.strip()]) for e in examples]
 
 
+HELD_OUT = "GPTFuzz, half kept out of judge development"
+
+
+def held_out(n: int) -> list[bool]:
+    """The GPTFuzz rows not read while ``refusal.Compliance`` v2 was written: a seed-0 shuffle of
+    the row order, from its 3,001st row on (3,160 of the 6,160 rows)."""
+    order = list(range(n))
+    random.Random(0).shuffle(order)
+    keep = [False] * n
+    for i in order[3000:]:
+        keep[i] = True
+    return keep
+
+
 def subset(
     examples: Sequence[LabelledExample], scores: Sequence[float | None], keep: Sequence[bool]
 ) -> ValidationResult:
@@ -176,7 +192,9 @@ async def run(data: Path, concurrency: int) -> tuple[list[Row], int, float]:
             add(f"XSTest v2 {model}, unsafe prompts", unsafe)
             add(f"XSTest v2 {model}, safe prompts", safe)
             add(f"XSTest v2 {model}, all prompts", unsafe + safe)
-        add("GPTFuzz jailbreak responses", tally(gptfuzz, await scores_of(detector, gptfuzz)))
+        gptfuzz_scores = await scores_of(detector, gptfuzz)
+        add("GPTFuzz jailbreak responses", tally(gptfuzz, gptfuzz_scores))
+        add(HELD_OUT, subset(gptfuzz, gptfuzz_scores, held_out(len(gptfuzz))))
 
     refusal = await start(REFUSAL_DETECTOR)
     if refusal is not None:
