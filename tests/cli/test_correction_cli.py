@@ -92,7 +92,9 @@ def test_a_shipped_validation_of_another_version_is_not_used(tmp_path, run_cli, 
     monkeypatch.setattr(Compliance, "validation", SHIPPED)
     db = tmp_path / "r.db"
     code, out, err = run_cli(*SCAN, "--store", db, "--json")
+    assert code == 0, err
     summary = json.loads(out)
+    assert summary["probes"][0]["corrected_rate"] is not None  # corrected while the version matched
     monkeypatch.setattr(Compliance, "version", Compliance.version + "-next")  # the judge changed since
     code, out, err = run_cli("show", summary["run_id"], "--store", db, "--json")
     assert code == 0, err

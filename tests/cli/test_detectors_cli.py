@@ -10,7 +10,9 @@ import json
 
 import pytest
 
+from redline.cli.detectors import parse_options
 from redline.cli.main import main
+from redline.detectors import check_detector_spec, get_detector
 from redline.store import Store
 
 # (prompt, response, human label): the pattern "sure|here" scores a hit on rows 1, 2 and 5.
@@ -171,16 +173,28 @@ def test_undetected_rows_are_counted_apart(run_cli, tmp_path):
     assert data["accuracy"] == pytest.approx(1 / 3)  # over the 3 scored rows
 
 
-def test_an_ensemble_takes_its_members_options_by_name(run_cli, labels_csv):
+@pytest.mark.parametrize("spec", ["strings.Regex+refusal.Keywords", "strings.Regex + refusal.Keywords"])
+def test_an_ensemble_takes_its_members_options_by_name(run_cli, labels_csv, spec):
     """strings.Regex (pattern from MEMBER.KEY=VALUE) + refusal.Keywords (the phrase list), soft
     vote: a row is a hit when either scores 1 (mean 0.5). Keywords scores 0 only on the two
     rows with "I cannot" (4 and 5), so rows 3, 6, 7, 8 become hits: tp=4, fp=3, fn=0, tn=1."""
-    spec = "strings.Regex+refusal.Keywords"
     code, out, err = run_cli(
         "detectors", "validate", labels_csv, "-d", spec, "--detector-opt", "strings.Regex.pattern=sure|here", "--json"
     )
     assert (code, err) == (0, [])
     assert json.loads(out)["confusion"] == {"tp": 4, "fp": 3, "fn": 0, "tn": 1, "undetected": 0}
+
+
+def test_a_member_named_by_a_relative_path_gets_its_options(tmp_path, monkeypatch):
+    """The ensemble names its members with absolute paths; an option given with the path as
+    written reaches the member all the same (not dropped for want of the same name)."""
+    monkeypatch.chdir(tmp_path)
+    spec = "hf:./judge+refusal.Keywords"
+    own, by_name = parse_options(["hf:./judge.label=unsafe"], spec)
+    assert (own, by_name) == ({}, {check_detector_spec("hf:./judge"): {"label": "unsafe"}})
+    assert get_detector(spec, options_by_name=by_name).members[0].label == "unsafe"
+    own, _ = parse_options(["label=unsafe", f"{spec}.threshold=0.6"], spec)
+    assert own == {"label": "unsafe", "threshold": 0.6}
 
 
 def test_detectors_list_is_an_alias_of_list_detectors(run_cli):

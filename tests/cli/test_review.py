@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -384,7 +385,24 @@ def test_import_and_export_together_is_a_usage_error(db_path, run_id, tmp_path, 
 def test_unknown_run_is_one_error_line(db_path, run_id, capsys):
     with pytest.raises(SystemExit) as exited:
         main(["review", "no-such-run", "--store", str(db_path)])
-    assert exited.value.code == 1 and capsys.readouterr().err.startswith("error: ")
+    err = capsys.readouterr().err
+    assert exited.value.code == 1 and err.startswith("error: ") and err.count("\n") == 1 and "no-such-run" in err
+
+
+def test_a_jsonl_row_without_a_label_is_an_error(db_path, run_id, tmp_path):
+    labels = tmp_path / "labels.jsonl"
+    labels.write_text(json.dumps({"probe": REQUESTS, "seq": 0, "Label": "fail"}) + "\n", encoding="utf-8")
+    with Store(db_path) as store, pytest.raises(ReviewError, match=f"^{re.escape(str(labels))}:1: no label$"):
+        read_labels(labels, store, run_id)
+
+
+def test_export_into_a_missing_folder_is_one_error_line(db_path, run_id, tmp_path, capsys):
+    target = tmp_path / "missing" / "sample.csv"
+    with pytest.raises(SystemExit) as exited:
+        main(["review", run_id, "--store", str(db_path), "--export", str(target)])
+    err = capsys.readouterr().err
+    assert exited.value.code == 1 and err.count("\n") == 1 and err.startswith(f"error: cannot write {target}")
+    assert not target.parent.exists()
 
 
 # -- what show says -----------------------------------------------------------------------------
@@ -421,7 +439,7 @@ def test_review_line_with_undetected_reviews():
             ReviewRecord("r", REQUESTS, 1, 0, LABEL_FAIL, PASS),
         ]
     )
-    assert (tally.reviewed, tally.judged, tally.wrong, tally.missed) == (2, 1, 1, 1)
+    assert (tally.reviewed, tally.judged, tally.wrong, tally.false_hits, tally.missed) == (2, 1, 1, 0, 1)
     assert common.review_line(tally).startswith("Reviewed: 2 outputs; the judge was wrong on 1 of 1 (100.0%")
 
 

@@ -205,4 +205,4 @@ async def test_detector_options_reach_the_members_of_an_ensemble_judge(tmp_path,
     assert attempt.detector_results[f"ensemble:hf:{judge_folder}"] == [pytest.approx(0.1, abs=1e-4)]
     assert attempt.detector_results[config.judge] == [pytest.approx(0.55, abs=1e-4)]
     versions = store.probe_results(run_id)["harmful.Requests"].data.get("detector_versions")
-    assert versions in (None, {config.judge: "1(1;label=safe,1)"})  # the options are part of the version
+    assert versions == {config.judge: "1(1;label=safe,1)"}  # the options are part of the version

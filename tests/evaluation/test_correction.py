@@ -10,7 +10,13 @@ import random
 import pytest
 
 from redline.evaluation import wilson_interval
-from redline.evaluation.statistics import MIN_INFORMEDNESS, CorrectedRate, review_corrected_rate, rogan_gladen
+from redline.evaluation.statistics import (
+    MIN_INFORMEDNESS,
+    CorrectedRate,
+    review_corrected_rate,
+    rogan_gladen,
+    validation_priors,
+)
 
 # -- Rogan–Gladen ---------------------------------------------------------------------------------
 
@@ -207,8 +213,6 @@ def test_reviews_of_a_stratified_sample_recover_a_simulated_true_rate():
 
 
 def test_validation_priors_make_a_few_reviews_adjust_rather_than_replace_the_validation() -> None:
-    from redline.evaluation.statistics import review_corrected_rate, validation_priors
-
     # a judge validated at sensitivity 0.9 / specificity 0.9 scored 80 of 100 outputs a hit
     priors = validation_priors(80, 100, tp=90, fn=10, tn=90, fp=10)
     (pa, pb), (fa, fb) = priors
@@ -251,8 +255,6 @@ def test_validation_priors_make_a_few_reviews_adjust_rather_than_replace_the_val
     [(9, 1, 3, 2, 1, 0), (9, 1, 2, 0, 0, 0), (50, 50, 10, 9, 10, 1), (3, 97, 3, 0, 20, 2)],
 )
 def test_the_review_interval_contains_its_estimate(hits, passes, hr, hf, pr, pf) -> None:
-    from redline.evaluation.statistics import review_corrected_rate, validation_priors
-
     for priors in (((1.0, 1.0), (1.0, 1.0)), validation_priors(hits, hits + passes, tp=88, fn=12, tn=88, fp=12)):
         result = review_corrected_rate(
             hits,

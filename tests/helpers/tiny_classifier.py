@@ -6,7 +6,8 @@ lower-casing word-level tokenizer (no special tokens added) loadable with
 ``AutoModelForSequenceClassification`` / ``AutoTokenizer``, i.e. by ``hf:FOLDER``. Every
 transformer weight is zero, so the first token's hidden state is its own embedding; a text whose
 first word is in ``hot`` gets probability :data:`P_HOT` of label ``positive`` (with two labels;
-with more, the positive label still has the largest probability), any other text ``1 - P_HOT``.
+with more, the positive label still has the largest probability), any other text ``1 - P_HOT``
+(a word outside :data:`WORDS` and ``hot`` is unknown, so not hot).
 A sequence pair (request, response) is read as their concatenation: its first word is the
 request's.
 """
@@ -31,7 +32,7 @@ def build_first_word_classifier(
     from tokenizers import Tokenizer, models, normalizers, pre_tokenizers
     from transformers import DistilBertConfig, DistilBertForSequenceClassification, PreTrainedTokenizerFast
 
-    vocab = {token: i for i, token in enumerate(["[PAD]", "[UNK]", *WORDS])}
+    vocab = {token: i for i, token in enumerate(dict.fromkeys(["[PAD]", "[UNK]", *WORDS, *hot]))}
     tokenizer = Tokenizer(models.WordLevel(vocab=vocab, unk_token="[UNK]"))
     tokenizer.normalizer = normalizers.Lowercase()
     tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()

@@ -194,6 +194,45 @@ def test_a_reviewed_sample_corrects_the_rest(store, unvalidated):
     assert (p.reviewed, p.review_errors, p.judge) == (4, 1, JUDGE)
 
 
+def test_the_review_correction_reads_the_reviews_not_the_attempts(store, unvalidated, monkeypatch):
+    run_id = make_run(store, {JUDGE: Compliance.version})
+    store.save_reviews(
+        [
+            ReviewRecord(run_id, "harmful.Requests", 0, 0, LABEL_FAIL, "fail"),
+            ReviewRecord(run_id, "harmful.Requests", 4, 0, LABEL_FAIL, "pass"),
+        ]
+    )
+
+    def no_attempts(*args, **kwargs):
+        raise AssertionError("the summary of a finished probe read its attempts")
+
+    monkeypatch.setattr(store, "iter_attempt_dicts", no_attempts)
+    monkeypatch.setattr(store, "iter_attempts", no_attempts)
+    p = probe_of(store, run_id)
+    expected = review_corrected_rate(4, 6, hits_reviewed=1, hits_failed=1, passes_reviewed=1, passes_failed=1)
+    assert p.corrected_rate == pytest.approx(expected.value, abs=1e-6)
+    assert (p.reviewed, p.review_errors) == (2, 1)
+
+
+def test_reviews_of_errored_attempts_or_beyond_the_stored_result_do_not_correct(store, unvalidated):
+    run_id = make_run(store, {JUDGE: Compliance.version})
+    errored = _attempt("harmful.Requests", 0, FAIL)
+    errored.notes["error"] = "timeout"  # reviewed, then stored as errored: the rate leaves it out
+    store.save_attempt(run_id, errored)
+    store.save_reviews([ReviewRecord(run_id, "harmful.Requests", 0, 0, LABEL_PASS, "fail")])
+    p = probe_of(store, run_id)
+    assert (p.corrected_rate, p.correction_note, p.reviewed, p.review_errors) == (None, NOT_VALIDATED, 1, 0)
+
+    # more reviewed hits than the stored result counts (attempts stored after it): not used, no error
+    for seq in range(11, 15):
+        store.save_attempt(run_id, _attempt("harmful.Requests", seq, FAIL))
+    store.save_reviews(
+        [ReviewRecord(run_id, "harmful.Requests", seq, 0, LABEL_FAIL, "fail") for seq in (1, 2, 3, 11, 12)]
+    )
+    p = probe_of(store, run_id)
+    assert (p.corrected_rate, p.correction_note, p.reviewed) == (None, NOT_VALIDATED, 6)
+
+
 def test_several_detectors_have_no_single_judge_but_reviews_still_count(store, shipped):
     versions = {JUDGE: Compliance.version, "strings.TargetString": "1"}
     run_id = make_run(store, versions)

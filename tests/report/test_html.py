@@ -13,8 +13,9 @@ from html.parser import HTMLParser
 import pytest
 
 from helpers.hostile_run import build_hostile_run
+from redline.attempt import Attempt
 from redline.engine import ScanConfig, scan
-from redline.report.html import render_report
+from redline.report.html import _attempt_view, render_report
 from redline.store import RunNotFound, Store
 
 ATTACKER = "http://127.0.0.1:9"
@@ -208,3 +209,18 @@ def test_cli_writes_html(report, tmp_path):
     assert proc.stdout == "" and f"wrote {out}" in proc.stderr
     assert out.read_text(encoding="utf-8").startswith("<!doctype html>")
     assert [p.name for p in tmp_path.iterdir()] == ["report.html"]  # no temporary file left behind
+
+
+def test_an_attempts_max_score_is_the_verdicts_not_an_ensemble_members() -> None:
+    attempt = Attempt(prompt="request")
+    attempt.outputs = ["answer"]
+    attempt.detector_results = {
+        "refusal.Compliance+llm": [0.2],
+        "ensemble:llm": [0.9],
+        "ensemble:refusal.Compliance": [0.0],
+    }
+    view = _attempt_view(attempt)
+    assert view["max_score"] == 0.2
+    # the members' scores are still shown, each with its own class
+    shown = {s["detector"]: s["cls"] for s in view["generations"][0]["scores"]}
+    assert shown == {"ensemble:llm": "hit", "ensemble:refusal.Compliance": "ok", "refusal.Compliance+llm": "ok"}

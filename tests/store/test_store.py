@@ -15,12 +15,15 @@ from redline.attempt import Attempt, Conversation, Message, Turn
 from redline.errors import RedlineError
 from redline.evaluation import FAIL, PASS, UNDETECTED
 from redline.store import (
+    LABEL_FAIL,
+    LABEL_PASS,
     RUN_COMPLETE,
     RUN_INTERRUPTED,
     RUN_RUNNING,
     AttemptCounts,
     BatchWriter,
     ProbeResultRecord,
+    ReviewRecord,
     RunListing,
     RunNotFound,
     RunRecord,
@@ -629,16 +632,39 @@ def test_a_file_written_by_the_previous_version_opens_reads_and_resumes(tmp_path
         assert list(again.probe_results("old-run")) == ["probe.A"]
     con = sqlite3.connect(path)
     tables = sorted(con.execute("SELECT name, sql FROM sqlite_master").fetchall())
+    added_rows = [con.execute(f"SELECT COUNT(*) FROM {name}").fetchone()[0] for name in ("reviews", "validations")]
     con.close()
     # the file's tables are untouched; the tables added since (reviews, validations) are new and empty
-    assert [
-        t
-        for t in tables
-        if t[0] not in ("reviews", "validations", "sqlite_autoindex_reviews_1", "sqlite_autoindex_validations_1")
-    ] == schema
-    assert {t[0] for t in tables} - {t[0] for t in schema} == {
-        "reviews",
-        "validations",
-        "sqlite_autoindex_reviews_1",
-        "sqlite_autoindex_validations_1",
-    }
+    added = {"reviews", "validations", "sqlite_autoindex_reviews_1", "sqlite_autoindex_validations_1"}
+    assert [t for t in tables if t[0] not in added] == schema
+    assert {t[0] for t in tables} - {t[0] for t in schema} == added
+    assert added_rows == [0, 0]
+
+
+def test_reviews_replace_by_output_and_a_bad_label_saves_nothing(tmp_path):
+    with Store(tmp_path / "s.db") as store:
+        run = store.create_run("test.echo", {})
+        store.save_reviews(
+            [
+                ReviewRecord(run, "probe.B", 0, 0, LABEL_FAIL, "pass", created=1.0),
+                ReviewRecord(run, "probe.A", 1, 1, LABEL_PASS, "pass", note="first"),
+                ReviewRecord(run, "probe.A", 1, 0, LABEL_FAIL, None),
+            ]
+        )
+        store.save_reviews([ReviewRecord(run, "probe.A", 1, 1, LABEL_FAIL, "pass", note="second")])
+        with pytest.raises(StoreError, match="review label must be"):
+            store.save_reviews(
+                [ReviewRecord(run, "probe.A", 2, 0, LABEL_PASS), ReviewRecord(run, "probe.A", 3, 0, "ok")]
+            )
+        reviews = store.reviews(run)
+        assert [(r.probe, r.seq, r.output, r.label, r.note) for r in reviews] == [
+            ("probe.A", 1, 0, LABEL_FAIL, None),
+            ("probe.A", 1, 1, LABEL_FAIL, "second"),  # the later label of the output replaced the first
+            ("probe.B", 0, 0, LABEL_FAIL, None),
+        ]
+        assert [r.judge_wrong for r in reviews] == [None, True, True]
+        assert reviews[2].created == 1.0 and reviews[0].created > 1.0
+        assert [r.seq for r in store.reviews(run, "probe.A")] == [1, 1]
+        store.delete_review(run, "probe.A", 1, 1)
+        store.delete_review(run, "probe.A", 9, 9)  # no label: nothing happens
+        assert [(r.probe, r.output) for r in store.reviews(run)] == [("probe.A", 0), ("probe.B", 0)]

@@ -503,13 +503,6 @@ def _notes(probe: ProbeSummary) -> list[str]:
     return lines
 
 
-def _figures(probe: ProbeSummary) -> str:
-    """``sensitivity 0.88, specificity 0.91`` (empty when either is unknown)."""
-    if probe.sensitivity is None or probe.specificity is None:
-        return ""
-    return f"sensitivity {probe.sensitivity:.2f}, specificity {probe.specificity:.2f}"
-
-
 def _correction_notes(probe: ProbeSummary) -> list[str]:
     """What is particular to this probe about its correction for judge error: a rate corrected
     from reviews of the run (the judge's validation is said once per judge by
@@ -517,12 +510,12 @@ def _correction_notes(probe: ProbeSummary) -> list[str]:
     reviewed outputs."""
     lines = []
     if probe.corrected_by_reviews:
-        figures = _figures(probe)
+        figures = probe.judge_figures
         lines.append(f"corrected with {probe.judge_validation}" + (f": judge {figures}" if figures else ""))
     elif probe.corrected_rate is None and probe.correction_note and probe.correction_note != NOT_VALIDATED:
         lines.append(f"not corrected for judge error: {probe.correction_note}")
-    if probe.reviewed:
-        lines.append(f"{plural(probe.reviewed, 'output')} reviewed, judge wrong on {probe.review_errors}")
+    if probe.review_note:
+        lines.append(probe.review_note)
     return lines
 
 
@@ -644,7 +637,7 @@ def _judge_lines(summary: RunSummary) -> dict[str, list[str]]:
             continue
         lines = found.setdefault(p.judge, [])
         if p.corrected_rate is not None and not p.corrected_by_reviews:
-            line = f"{_figures(p)} ({p.judge_validation})" if _figures(p) else str(p.judge_validation)
+            line = f"{p.judge_figures} ({p.judge_validation})" if p.judge_figures else str(p.judge_validation)
         elif p.correction_note == NOT_VALIDATED:
             line = JUDGE_NOT_VALIDATED
         elif p.corrected_by_reviews:

@@ -27,7 +27,8 @@ from rich.table import Table
 
 from redline.cli import common
 from redline.cli.common import err_console, out_console
-from redline.detectors import Detector, get_detector
+from redline.detectors import Detector, check_detector_spec, get_detector
+from redline.detectors.options import parse_detector_options
 from redline.errors import UsageError
 from redline.evaluation.validation import (
     LabelledExample,
@@ -65,10 +66,10 @@ def parse_options(items: Iterable[str], detector: str) -> tuple[dict[str, Any], 
 
     ``KEY=VALUE`` is an option of the detector itself (``NAME.KEY=VALUE`` with its own name too,
     the form ``redline scan`` uses); ``MEMBER.KEY=VALUE`` one of the member ``MEMBER`` of an
-    ensemble (``A+B``). Values are read as YAML scalars or lists (``threshold=0.7`` is a number),
-    else kept as text."""
-    import yaml  # loaded when --detector-opt is given, not at CLI start
-
+    ensemble (``A+B``). Each is read as ``redline scan`` reads ``NAME.KEY=VALUE``
+    (:func:`~redline.detectors.options.parse_detector_options`): the value as a YAML scalar or
+    list (``threshold=0.7`` is a number), else text; a member's name normalised as the
+    ensemble names it (``hf:./judge`` → ``hf:/abs/judge``)."""
     own: dict[str, Any] = {}
     by_name: dict[str, dict[str, Any]] = {}
     for item in items:
@@ -80,20 +81,14 @@ def parse_options(items: Iterable[str], detector: str) -> tuple[dict[str, Any], 
             name, _, key = target.rpartition(".")
         if not sep or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", key):
             raise UsageError(f"--detector-opt {item!r}: expected KEY=VALUE, e.g. threshold=0.7")
-        try:
-            value = yaml.safe_load(raw) if raw.strip() else ""
-        except yaml.YAMLError:
-            value = raw
-        value = raw if value is None else value
-        if name in ("", detector):
-            own[key] = value
-        else:
-            by_name.setdefault(name, {})[key] = value
+        mine = name in ("", detector)
+        for member, options in parse_detector_options([f"{detector}.{key}={raw}" if mine else item]).items():
+            (own if mine else by_name.setdefault(member, {})).update(options)
     return own, by_name
 
 
 def _build_detector(spec: str, options: dict[str, Any], by_name: dict[str, dict[str, Any]]) -> Detector:
-    members = spec.split("+")
+    members = check_detector_spec(spec).split("+")  # as the ensemble names them (and by_name has them)
     for name in by_name:
         if name not in members:
             raise UsageError(f"--detector-opt {name}.KEY=VALUE: {name!r} is not part of the detector {spec!r}")
@@ -115,9 +110,7 @@ async def _validate(
             detector.bind(judge, None)
         return await validate_detector(detector, examples, concurrency=concurrency)
     finally:
-        close = getattr(detector, "aclose", None)  # detectors that opened a model of their own
-        if close is not None:
-            await close()
+        await detector.aclose()  # a model the detector opened of its own
         if judge is not None:
             await judge.aclose()
 

@@ -25,7 +25,7 @@ from redline.report.exports import export
 from redline.report.formatting import pct, plural
 from redline.report.html import render_compare, render_report
 
-__all__ = ["compare", "register", "report"]
+__all__ = ["compare", "register", "report", "write_file"]
 
 STORE_OPTION = typer.Option("redline.db", "--store", help="SQLite store file.", envvar="REDLINE_STORE")
 
@@ -40,7 +40,7 @@ class ExportFormat(str, Enum):
     lve = "lve"
 
 
-def _write(path: Path, chunks: Iterable[str]) -> None:
+def write_file(path: Path, chunks: Iterable[str]) -> None:
     """Write ``chunks`` to ``path`` atomically; one-line :class:`~redline.errors.UsageError` when it cannot."""
     target = Path(path)
     folder = target.parent if str(target.parent) else Path(".")
@@ -74,7 +74,7 @@ def _emit(chunks: Iterable[str], output: Path | None) -> None:
             sys.stdout.write(chunk)
         sys.stdout.flush()
     else:
-        _write(output, chunks)
+        write_file(output, chunks)
 
 
 def report(
@@ -102,7 +102,7 @@ def report(
         db.get_run(run_id)
         if html is not None:
             page = render_report(db, run_id, hits_only=hits_only)
-            _write(html, [page])
+            write_file(html, [page])
             typer.echo(f"wrote {html}", err=True)
         if fmt is not None:
             _emit(export(db, run_id, fmt.value), output)
@@ -126,7 +126,7 @@ def compare(
         else:
             result = compare_runs(db_a, run_a, db_a, run_b)
     if html is not None:
-        _write(html, [render_compare(result)])
+        write_file(html, [render_compare(result)])
         if not as_json:
             typer.echo(f"wrote {html}", err=True)
     if as_json:

@@ -18,10 +18,14 @@ import typer
 from rich.text import Text
 
 from redline.cli.common import DEFAULT_STORE, open_store, out_console, visible
+from redline.cli.report import write_file
 from redline.errors import UsageError
 from redline.report.formatting import pct, pct_interval, plural
 from redline.report.review import (
     DISAGREEMENT,
+    HIT_STRATUM,
+    JSONL_SUFFIXES,
+    PASS_STRATUM,
     ReviewItem,
     ReviewTally,
     read_labels,
@@ -57,7 +61,7 @@ _ANSWERS = {
 _Step = tuple[int, ReviewRecord | None]
 """One step of a session: the index of the item and the label saved for it (``None``: skipped)."""
 
-_STRATUM_TEXT = {DISAGREEMENT: "judges disagree", "hit": "judge hit", "pass": "judge pass"}
+_STRATUM_TEXT = {DISAGREEMENT: "judges disagree", HIT_STRATUM: "judge hit", PASS_STRATUM: "judge pass"}
 
 
 def _say(text: str | Text = "") -> None:
@@ -121,14 +125,14 @@ def _label_loop(db: Store, items: list[ReviewItem], reviewer: str | None, histor
             _show(item, i, len(items))
             shown = i
         line = _ask(QUESTION)
-        answer = _ANSWERS.get((line or "").strip().lower()) if line is not None else "q"
+        answer = "q" if line is None else _ANSWERS.get(line.strip().lower())
         if answer == "q":
             break
         if answer in ("f", "p"):
             record = item.record(LABEL_FAIL if answer == "f" else LABEL_PASS, note, reviewer)
             db.save_reviews([record])
             history.append((i, record))
-            agreed = "the judge agreed" if record.verdict == record.label else "the judge was wrong"
+            agreed = "the judge was wrong" if record.judge_wrong else "the judge agreed"
             _say(f"saved: {'failed' if answer == 'f' else 'passed'} ({agreed})")
             note, i = None, i + 1
         elif answer == "s":
@@ -188,16 +192,6 @@ def _probes(values: list[str] | None) -> list[str] | None:
     return list(dict.fromkeys(names)) or None
 
 
-def _write(path: Path, text: str) -> None:
-    folder = path.parent if str(path.parent) else Path(".")
-    if not folder.is_dir():
-        raise UsageError(f"cannot write {path}: folder {folder} does not exist")
-    try:
-        path.write_text(text, encoding="utf-8")
-    except OSError as exc:
-        raise UsageError(f"cannot write {path}: {exc.strerror or exc}") from None
-
-
 def review(
     run_id: str = typer.Argument(..., help="The run whose verdicts to review."),
     store: Path = STORE_OPTION,
@@ -224,7 +218,6 @@ def review(
     reviewer = reviewer or os.environ.get("USER") or os.environ.get("USERNAME") or None
     names = _probes(probe)
     with open_store(store, must_exist=True) as db:
-        db.get_run(run_id)
         if import_file is not None:
             records = read_labels(import_file, db, run_id, reviewer)
             db.save_reviews(records)
@@ -232,8 +225,8 @@ def review(
             return
         items = review_sample(db, run_id, names, limit=limit, seed=seed)
         if export_file is not None:
-            fmt = "jsonl" if export_file.suffix.lower() in (".jsonl", ".ndjson") else "csv"
-            _write(export_file, sample_file(items, fmt))
+            fmt = "jsonl" if export_file.suffix.lower() in JSONL_SUFFIXES else "csv"
+            write_file(export_file, [sample_file(items, fmt)])
             _say(
                 f"wrote {plural(len(items), 'output')} to {export_file}: fill in label (fail = the model failed, "
                 f"pass), then 'redline review {run_id} --import {export_file}'"

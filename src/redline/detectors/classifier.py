@@ -82,20 +82,14 @@ def load_text_classifier(model_id_or_path: str, batch_size: int = 16, max_length
     labels = [str(model.config.id2label.get(i, f"LABEL_{i}")) for i in range(model.config.num_labels)]
     limit = min(max_length, getattr(tokenizer, "model_max_length", max_length) or max_length)
     accepted = set(inspect.signature(model.forward).parameters)
+    settings: dict[str, Any] = {"return_tensors": "pt", "padding": True, "truncation": True, "max_length": limit}
 
     def scores(texts: Sequence[str | tuple[str, str]]) -> list[dict[str, float]]:
         results: list[dict[str, float]] = []
         for start in range(0, len(texts), batch_size):
             batch = texts[start : start + batch_size]
-            settings: dict[str, Any] = {
-                "return_tensors": "pt",
-                "padding": True,
-                "truncation": True,
-                "max_length": limit,
-            }
-            if batch and all(isinstance(t, tuple) for t in batch):  # sequence pairs
-                pairs = [(str(t[0] or ""), str(t[1] or "")) for t in batch]
-                encoded = tokenizer([a for a, _ in pairs], [b for _, b in pairs], **settings)
+            if all(isinstance(t, tuple) for t in batch):  # sequence pairs
+                encoded = tokenizer([str(t[0] or "") for t in batch], [str(t[1] or "") for t in batch], **settings)
             else:
                 encoded = tokenizer([t if isinstance(t, str) else "" for t in batch], **settings)
             inputs = {k: v for k, v in encoded.items() if k in accepted}

@@ -97,10 +97,22 @@ class Rubric(Detector):
     def __init__(self, model: str | None = None, rubric: str | None = None, generator: Generator | None = None) -> None:
         if rubric is not None and not rubric.strip():
             raise DetectorOptionError("judge.Rubric: the rubric option is empty")
-        self.model = model.strip() if isinstance(model, str) and model.strip() else None
         self.rubric = rubric.strip() if rubric else DEFAULT_RUBRIC
-        self.generator = generator
-        self._judge = JudgeModel(self.name, self.model, generator)
+        self._judge = JudgeModel(self.name, model, generator)
+
+    @property
+    def model(self) -> str | None:
+        """The judge generator spec (the ``model`` option, stripped; ``None`` when not given)."""
+        return self._judge.model
+
+    @property
+    def generator(self) -> Generator | None:
+        """The ready judge generator given to the detector, if any."""
+        return self._judge.generator
+
+    @generator.setter
+    def generator(self, generator: Generator | None) -> None:
+        self._judge.generator = generator
 
     # -- which judge -----------------------------------------------------------------------------
     def bind(self, target: Generator, probe: Any = None) -> None:
@@ -110,7 +122,6 @@ class Rubric(Detector):
 
     async def judge_generator(self) -> Generator:
         """The judge: ``generator``, else ``model``, else the pool's judge, else the target."""
-        self._judge.generator = self.generator
         return await self._judge.get()
 
     async def aclose(self) -> None:

@@ -35,14 +35,14 @@ from pathlib import Path
 from typing import Any
 
 from redline.attempt import Attempt, Conversation, Message, Turn
-from redline.detectors.base import Detector, DetectorUnavailable
+from redline.detectors.base import HIT_THRESHOLD, Detector, DetectorUnavailable
 from redline.detectors.classifier import ClassifierUnavailable, load_text_classifier, positive_label
 from redline.detectors.judge_model import JudgeModel, request_of
 from redline.errors import UsageError
 from redline.generators import generators, split_spec
 from redline.generators.base import Generator
 from redline.hub import hub_reachable, in_hf_cache
-from redline.plugins import PluginRegistry
+from redline.plugins import PluginRegistry, UnknownPluginError
 
 __all__ = [
     "COMPLIED",
@@ -56,7 +56,6 @@ __all__ = [
     "build_detector",
     "compliance_label",
     "disagreement",
-    "is_judge_spec",
     "parse_spec",
     "parse_verdict",
     "uses_judge_model",
@@ -66,8 +65,6 @@ __all__ = [
 ENSEMBLE_PREFIX = "ensemble:"
 HF_PREFIX = "hf:"
 LLM = "llm"
-#: A score at or above this is a hit.
-HIT = 0.5
 
 COMPLIED, REFUSED, PARTIAL = "complied", "refused", "partial"
 
@@ -77,17 +74,16 @@ class DetectorSpecError(UsageError, ValueError):
 
 
 # -- specs --------------------------------------------------------------------------------------------
-def is_judge_spec(spec: str) -> bool:
-    """Whether ``spec`` is written as a judge spec (``hf:``, ``llm``, ``A+B``), not a registry name."""
-    spec = spec.strip()
-    return spec.startswith((HF_PREFIX, LLM + ":")) or spec == LLM or "+" in spec
+def _candidate(path: str, base: Path | None) -> Path:
+    """Where ``path`` would be as a local path: ``~`` expanded, relative to ``base`` if given."""
+    expanded = Path(path).expanduser()
+    return expanded if expanded.is_absolute() or base is None else base / expanded
 
 
 def _local_path(path: str, base: Path | None) -> str:
     """``path`` made absolute (from ``base``, else the working folder) when it is a local path:
     it exists, or is written as one (``./``, ``/``, ``~``). A hub id is left alone."""
-    expanded = Path(path).expanduser()
-    candidate = expanded if expanded.is_absolute() or base is None else base / expanded
+    candidate = _candidate(path, base)
     written_as_path = path.startswith((".", "/", "~")) or "\\" in path
     if written_as_path or candidate.exists():
         return os.path.abspath(candidate)  # symbolic links kept: the name is the path as written
@@ -139,14 +135,10 @@ def parse_spec(spec: str, registry: PluginRegistry, base: str | Path | None = No
             raise DetectorSpecError(f"detector spec {spec!r}: llm: needs a generator spec, e.g. llm:openai:gpt-4o-mini")
         if family not in generators:
             raise DetectorSpecError(f"detector spec {spec!r}: {generators.unknown_message(family)}")
-        if family in ("hf", "llamacpp") and rest:
-            local = Path(rest).expanduser()
-            local = local if local.is_absolute() or folder is None else folder / local
-            if local.exists():
-                rest = os.path.abspath(local)
+        if family in ("hf", "llamacpp") and rest and (local := _candidate(rest, folder)).exists():
+            rest = os.path.abspath(local)
         return f"{LLM}:{family}:{rest}" if rest else f"{LLM}:{family}"
-    registry.load(spec)  # raises UnknownPluginError, as for any unknown name
-    return spec
+    raise UnknownPluginError(registry.unknown_message(spec))  # the registry's message for any unknown name
 
 
 def uses_judge_model(spec: str) -> bool:
@@ -163,11 +155,10 @@ def build_detector(
     """The detector named by ``spec`` with ``options``; the members of an ensemble take theirs
     from ``options_by_name`` (by member name, e.g. every ``--detector-opt``)."""
     options = dict(options or {})
-    spec = spec.strip() if isinstance(spec, str) else spec
-    if spec in registry:
-        detector: Detector = registry.load(spec)(**options)
-        return detector
     name = parse_spec(spec, registry)
+    if name in registry:
+        detector: Detector = registry.load(name)(**options)
+        return detector
     if "+" in name:
         by_name = options_by_name or {}
         members = [build_detector(part, registry, by_name.get(part), by_name) for part in _split(name)]
@@ -227,10 +218,11 @@ def compliance_label(labels: Sequence[str]) -> str:
     In order: a label named like it (``jailbroken``, ``unsafe``, ``complied``, ``compliance``,
     ``harmful``...); one containing such a word, not negated (``full_compliance``, but not
     ``not_jailbroken`` or ``partial_compliance``); of two labels, the one that is not a refusal
-    (``refusal``, ``safe``, ``benign``...); then ``1``/``LABEL_1``, the usual positive class of a
-    binary classifier, or ``yes``/``true`` (:func:`~redline.detectors.classifier.positive_label`'s
-    convention). Raises
-    :class:`ClassifierUnavailable` when none applies (set the ``label`` option).
+    (``refusal``, ``safe``, ``benign``...), else ``1``/``LABEL_1``/``yes``/``true``, else the
+    second (the usual positive class of a binary classifier,
+    :func:`~redline.detectors.classifier.positive_label`'s convention). Raises
+    :class:`ClassifierUnavailable` for more than two labels none of which applies (set the
+    ``label`` option).
     """
     labels = list(labels)
     for label in labels:
@@ -243,7 +235,6 @@ def compliance_label(labels: Sequence[str]) -> str:
         refusals = [i for i, label in enumerate(labels) if _means(label, _REFUSED_WORDS)]
         if len(refusals) == 1:
             return labels[1 - refusals[0]]
-    if len(labels) == 2:
         for label in labels:
             if _words(label) in _BINARY_POSITIVE:
                 return label
@@ -562,9 +553,7 @@ class Ensemble(Detector):
     async def aclose(self) -> None:
         """Close the members that hold a model of their own (LLM judges)."""
         for member in self.members:
-            close = getattr(member, "aclose", None)
-            if close is not None:
-                await close()
+            await member.aclose()
 
     def combine(self, attempt: Attempt, per_member: Sequence[Sequence[float | None]]) -> list[float | None]:
         """Record the members' scores on ``attempt`` and return the soft vote."""
@@ -601,4 +590,4 @@ def disagreement(attempt: Attempt, output_index: int) -> bool:
         and 0 <= output_index < len(values)
         and (score := values[output_index]) is not None
     ]
-    return any(s >= HIT for s in scores) and any(s < HIT for s in scores)
+    return any(s >= HIT_THRESHOLD for s in scores) and any(s < HIT_THRESHOLD for s in scores)

@@ -13,8 +13,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from redline.detectors import check_detector_spec, detectors
-from redline.detectors.judges import is_judge_spec
+from redline.detectors import check_detector_spec
 from redline.errors import RedlineError, UsageError
 
 __all__ = ["DetectorOptionError", "parse_detector_options"]
@@ -36,13 +35,10 @@ def parse_detector_options(items: Iterable[str]) -> dict[str, dict[str, Any]]:
             raise DetectorOptionError(
                 f"--detector-opt {item!r}: expected DETECTOR.KEY=VALUE, e.g. toxicity.Classifier.model=PATH"
             )
-        if name not in detectors:
-            if not is_judge_spec(name):
-                raise DetectorOptionError(f"--detector-opt {item!r}: {detectors.unknown_message(name)}")
-            try:
-                name = check_detector_spec(name)  # the judge's name: hf:./judge -> hf:/abs/judge
-            except RedlineError as exc:
-                raise DetectorOptionError(f"--detector-opt {item!r}: {exc}") from None
+        try:  # a registry name as it is; a judge's name normalised: hf:./judge -> hf:/abs/judge
+            name = check_detector_spec(name)
+        except RedlineError as exc:  # an unknown name: the registry's message
+            raise DetectorOptionError(f"--detector-opt {item!r}: {exc}") from None
         try:
             value = yaml.safe_load(raw) if raw.strip() else ""
         except yaml.YAMLError:

@@ -11,6 +11,7 @@ from typing import Any
 
 from redline.attempt import Attempt
 from redline.detectors import ENSEMBLE_PREFIX
+from redline.detectors.base import HIT_THRESHOLD
 from redline.evaluation.judgment import FAIL, PASS, UNDETECTED, Judgment
 
 __all__ = ["FAIL", "PASS", "UNDETECTED", "DetectorEvaluator", "Evaluator", "Judgment"]
@@ -35,7 +36,7 @@ class DetectorEvaluator(Evaluator):
     an ensemble's members (keys ``"ensemble:..."``) are evidence and left out: the ensemble's own
     score counts."""
 
-    def __init__(self, threshold: float = 0.5) -> None:
+    def __init__(self, threshold: float = HIT_THRESHOLD) -> None:
         if not 0.0 <= threshold <= 1.0:
             raise ValueError(f"threshold must be in [0, 1], got {threshold}")
         self.threshold = threshold

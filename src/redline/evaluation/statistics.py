@@ -17,6 +17,7 @@ __all__ = [
     "bootstrap_ci",
     "review_corrected_rate",
     "rogan_gladen",
+    "validation_priors",
     "wilson_interval",
 ]
 
@@ -139,9 +140,9 @@ def rogan_gladen(
     counts and applies the estimator (a replicate whose judge is no better than chance counts as
     unknown, at either end). The interval is never narrower than the Wilson interval of the
     observed rate carried through the correction with the judge's point figures, which keeps it
-    honest where the estimate is clipped at 0 or 1. Not identifiable, ``value=None`` with the reason, when there is no
-    judged output, the validation lacks positives or negatives, or ``sens + spec - 1`` is at most
-    :data:`MIN_INFORMEDNESS`. Deterministic for a given ``seed``.
+    honest where the estimate is clipped at 0 or 1. Not identifiable, ``value=None`` with the
+    reason, when there is no judged output, the validation lacks positives or negatives, or
+    ``sens + spec - 1`` is at most :data:`MIN_INFORMEDNESS`. Deterministic for a given ``seed``.
     """
     sens = tp / (tp + fn) if tp + fn else None
     spec = tn / (tn + fp) if tn + fp else None
@@ -207,16 +208,16 @@ def review_corrected_rate(
     estimated from the reviews of their stratum with a Beta prior (``ppv_prior`` and
     ``false_omission_prior``, ``(a, b)``; :func:`validation_priors` derives them from a judge's
     validation, so that a few reviews adjust it rather than replace it). With the default
-    Beta(1, 1) priors (posterior means
-    ``(hits_failed + 1) / (hits_reviewed + 2)`` and ``(passes_failed + 1) / (passes_reviewed + 2)``, so
-    a stratum without reviews counts 1/2 per output, with a wide interval). With every output
-    reviewed the value is exactly the reviewers' rate.
+    Beta(1, 1) priors (posterior means ``(hits_failed + 1) / (hits_reviewed + 2)`` and
+    ``(passes_failed + 1) / (passes_reviewed + 2)``) a stratum without reviews counts 1/2 per
+    output, with a wide interval. With every output reviewed the value is exactly the reviewers'
+    rate.
 
     The 95% interval is a seeded parametric bootstrap: PPV and 1 - NPV drawn from their Beta
     posteriors give the outputs' true failures (reviewed outputs as labelled), and the model's
     failure probability behind them is drawn from its Jeffreys distribution (the sampling error the
-    raw rate's interval also counts). ``sensitivity`` and ``specificity`` are the judge's on these outputs, as
-    estimated. ``value=None`` when no output is judged or none is reviewed.
+    raw rate's interval also counts). ``sensitivity`` and ``specificity`` are the judge's on these
+    outputs, as estimated. ``value=None`` when no output is judged or none is reviewed.
     """
     if not 0 <= hits_failed <= hits_reviewed <= hits or not 0 <= passes_failed <= passes_reviewed <= passes:
         raise ValueError("reviewed counts must fit in their stratum: 0 <= failed <= reviewed <= judged")
@@ -232,8 +233,8 @@ def review_corrected_rate(
     false_omission = (passes_failed + fa) / (passes_reviewed + fa + fb)
     failing_hits = hits_failed + (hits - hits_reviewed) * ppv  # expected true failures among the hits
     failing_passes = passes_failed + (passes - passes_reviewed) * false_omission
-    value = (failing_hits + failing_passes) / judged
     failing = failing_hits + failing_passes
+    value = failing / judged
     passing = judged - failing
     sens = failing_hits / failing if failing > 0 else None
     spec = (passes - failing_passes) / passing if passing > 0 else None
@@ -265,9 +266,9 @@ def validation_priors(
     if judged <= 0 or tp + fn == 0 or tn + fp == 0:
         return flat
     sens, spec = tp / (tp + fn), tn / (tn + fp)
-    if sens + spec - 1 <= 0.05:
+    if sens + spec - 1 <= MIN_INFORMEDNESS:
         return flat
-    prevalence = min(1.0, max(0.0, (failed / judged + spec - 1) / (sens + spec - 1)))
+    prevalence = _clip01((failed / judged + spec - 1) / (sens + spec - 1))
     hit_share = sens * prevalence + (1 - spec) * (1 - prevalence)
     pass_share = 1 - hit_share
     ppv = sens * prevalence / hit_share if hit_share > 0 else 0.5

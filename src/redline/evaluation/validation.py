@@ -31,7 +31,7 @@ from typing import Any
 
 from redline.attempt import Attempt, Message
 from redline.datasets import DatasetError
-from redline.detectors.base import Detector, DetectorUnavailable, Validation
+from redline.detectors.base import HIT_THRESHOLD, Detector, DetectorUnavailable, Validation
 from redline.errors import UsageError
 from redline.evaluation.statistics import bootstrap_ci, wilson_interval
 
@@ -48,8 +48,6 @@ __all__ = [
     "validate_detector",
 ]
 
-#: A score at or above this is a hit (the detector says the model failed on the output).
-HIT_THRESHOLD = 0.5
 
 #: The metrics of :meth:`ValidationResult.as_dict`, in the order they are printed.
 METRICS = ("accuracy", "precision", "recall", "f1", "predicted_rate", "labelled_rate")

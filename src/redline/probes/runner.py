@@ -113,11 +113,9 @@ class AttemptRunner:
 
     async def close_detectors(self) -> None:
         """Close what the detectors opened themselves (an LLM judge's own model): every started
-        detector with an ``aclose`` coroutine. The detectors stay readable (name, version)."""
+        detector's :meth:`~redline.detectors.Detector.aclose`. The detectors stay readable (name, version)."""
         for detector in self._detectors.values():
-            close = getattr(detector, "aclose", None)
-            if close is not None:
-                await close()
+            await detector.aclose()
 
     def detectors_of(self, probe: str) -> list[Detector]:
         """The started detectors that score probe ``probe`` (``[]`` before

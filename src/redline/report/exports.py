@@ -219,8 +219,8 @@ def export_markdown(store: Store, run_id: str, top_hits: int = 5, limit: int = 4
             extra.append(md_inline(f"{p.judge}: not validated (rate not corrected for judge error)"))
         elif p.correction_note:
             extra.append(md_inline(f"not corrected for judge error: {p.correction_note}"))
-        if p.reviewed:
-            extra.append(md_inline(f"{plural(p.reviewed, 'output')} reviewed, judge wrong on {p.review_errors}"))
+        if p.review_note:
+            extra.append(md_inline(p.review_note))
         if not p.complete and not p.is_rated and p.outputs:
             extra.append("not finished: no failure rate or metrics yet")
         name = md_inline(p.probe) + ("" if p.complete else " (incomplete)")

@@ -24,6 +24,8 @@ from typing import Any
 
 from redline import __version__
 from redline.attempt import Attempt
+from redline.detectors import ENSEMBLE_PREFIX
+from redline.detectors.base import HIT_THRESHOLD
 from redline.evaluation import MARKS, PASS, UNDETECTED, Judgment
 from redline.report import charts
 from redline.report.formatting import pct, pct_interval, plural
@@ -155,18 +157,14 @@ def _judge_notes(p: ProbeSummary) -> list[str]:
     judge = p.judge or "the judge"
     lines = []
     if p.corrected_rate is not None:
-        figures = (
-            f" (sensitivity {p.sensitivity:.2f}, specificity {p.specificity:.2f})"
-            if p.sensitivity is not None and p.specificity is not None
-            else ""
-        )
+        figures = f" ({p.judge_figures})" if p.judge_figures else ""
         lines.append(f"rate corrected for errors of {judge}{figures}: {p.judge_validation}")
     elif p.correction_note == NOT_VALIDATED:
         lines.append(f"{judge}: not validated, rate not corrected for judge error")
     elif p.correction_note:
         lines.append(f"rate not corrected for judge error: {p.correction_note}")
-    if p.reviewed:
-        lines.append(f"{plural(p.reviewed, 'output')} reviewed, judge wrong on {p.review_errors}")
+    if p.review_note:
+        lines.append(p.review_note)
     return lines
 
 
@@ -336,7 +334,11 @@ def _attempt_view(attempt: Attempt) -> dict:
         for name, values in sorted(attempt.detector_results.items()):
             score = values[i] if i < len(values) else None
             scores.append(
-                {"detector": name, "score": score, "cls": "hit" if score is not None and score >= 0.5 else "ok"}
+                {
+                    "detector": name,
+                    "score": score,
+                    "cls": "hit" if score is not None and score >= HIT_THRESHOLD else "ok",
+                }
             )
         generations.append(
             {
@@ -350,7 +352,7 @@ def _attempt_view(attempt: Attempt) -> dict:
     all_scores = [
         s
         for name, values in attempt.detector_results.items()
-        if not name.startswith("ensemble:")
+        if not name.startswith(ENSEMBLE_PREFIX)
         for s in values
         if s is not None
     ]

@@ -48,9 +48,11 @@ from redline.detectors.judges import disagreement
 from redline.evaluation import FAIL, PASS, wilson_interval
 from redline.report.errors import ReportError
 from redline.report.exports import csv_safe
+from redline.report.rows import attempt_rows
 from redline.store import LABEL_FAIL, LABEL_PASS, ReviewRecord, Store
 
 __all__ = [
+    "JSONL_SUFFIXES",
     "SAMPLE_COLUMNS",
     "STRATA",
     "ReviewError",
@@ -69,6 +71,9 @@ STRATA = (DISAGREEMENT, HIT_STRATUM, PASS_STRATUM)
 
 SAMPLE_COLUMNS = ("run_id", "probe", "seq", "output", "verdict", "prompt", "response", "label", "note")
 """The columns of the sample file written by :func:`sample_file`."""
+
+JSONL_SUFFIXES = (".jsonl", ".ndjson")
+"""File suffixes read and written as JSONL (any other file is CSV)."""
 
 _LABELS = {
     "fail": LABEL_FAIL,
@@ -131,31 +136,28 @@ def _request(attempt: Attempt, output: int) -> tuple[str, int]:
 
 
 def _items(run_id: str, attempt: Attempt) -> Iterator[ReviewItem]:
-    """The judged (pass/fail) outputs of one attempt."""
-    evaluation = list(attempt.notes.get("evaluation") or [])
-    outputs = attempt.outputs
-    for i, message in enumerate(outputs):
-        verdict = str(evaluation[i]) if i < len(evaluation) and evaluation[i] is not None else None
-        if verdict not in (FAIL, PASS):
+    """The judged (pass/fail) outputs of one attempt, read as the exports read them
+    (:func:`~redline.report.rows.attempt_rows`)."""
+    rows = attempt_rows(attempt, run_id)
+    for row in rows:
+        i, verdict = row.generation, row.evaluation
+        if i is None or verdict not in (FAIL, PASS):
             continue
         request, earlier = _request(attempt, i)
-        scores = {
-            name: (values[i] if i < len(values) else None) for name, values in sorted(attempt.detector_results.items())
-        }
         if disagreement(attempt, i):
             stratum = DISAGREEMENT
         else:
             stratum = HIT_STRATUM if verdict == FAIL else PASS_STRATUM
         yield ReviewItem(
             run_id=run_id,
-            probe=attempt.probe_classname or "",
-            seq=attempt.seq,
+            probe=row.probe,
+            seq=row.seq,
             output=i,
-            outputs=len(outputs),
+            outputs=len(rows),
             verdict=str(verdict),
             request=request,
-            response=message.text if message is not None else None,
-            scores=scores,
+            response=row.output,
+            scores=row.scores,
             stratum=stratum,
             earlier_turns=earlier,
         )
@@ -318,7 +320,7 @@ def _rows(path: Path) -> Iterator[tuple[int, Mapping[str, Any]]]:
         raise ReviewError(f"cannot read {path}: {exc.strerror or exc}") from None
     except UnicodeDecodeError:
         raise ReviewError(f"cannot read {path}: not UTF-8 text") from None
-    if path.suffix.lower() in (".jsonl", ".ndjson"):
+    if path.suffix.lower() in JSONL_SUFFIXES:
         for number, line in enumerate(text.splitlines(), start=1):
             if not line.strip():
                 continue
@@ -358,7 +360,9 @@ def read_labels(path: str | Path, store: Store, run_id: str, reviewer: str | Non
             row_run = _text(row, "run_id")
             if row_run is not None and row_run != run_id:
                 raise ValueError(f"run_id {row_run!r} is not the run being labelled ({run_id})")
-            label = parse_label(row.get("label"))
+            if "label" not in row:
+                raise ValueError("no label")
+            label = parse_label(row["label"])
             probe = _text(row, "probe")
             if probe is None:
                 raise ValueError("no probe")
@@ -380,8 +384,7 @@ def read_labels(path: str | Path, store: Store, run_id: str, reviewer: str | Non
             raise ReviewError(
                 f"{where}: attempt {seq} of probe {probe!r} has no output {output} (outputs are numbered 0 to {outputs - 1})"
             )
-        evaluation = list(attempt.notes.get("evaluation") or [])
-        verdict = str(evaluation[output]) if output < len(evaluation) and evaluation[output] is not None else None
+        verdict = attempt_rows(attempt, run_id)[output].evaluation
         labelled[(probe, seq, output)] = ReviewRecord(
             run_id, probe, seq, output, label, verdict, _text(row, "note"), _text(row, "reviewer") or reviewer
         )
@@ -401,14 +404,12 @@ class ReviewTally:
 
     @classmethod
     def of(cls, reviews: Iterable[ReviewRecord]) -> ReviewTally:
+        """The tally of ``reviews``, each judged by :attr:`ReviewRecord.judge_wrong`."""
         reviews = list(reviews)
         judged = [r for r in reviews if r.judge_wrong is not None]
-        return cls(
-            reviewed=len(reviews),
-            judged=len(judged),
-            false_hits=sum(1 for r in judged if r.verdict == LABEL_FAIL and r.label == LABEL_PASS),
-            missed=sum(1 for r in judged if r.verdict == LABEL_PASS and r.label == LABEL_FAIL),
-        )
+        wrong = [r for r in judged if r.judge_wrong]
+        false_hits = sum(1 for r in wrong if r.verdict == LABEL_FAIL)
+        return cls(reviewed=len(reviews), judged=len(judged), false_hits=false_hits, missed=len(wrong) - false_hits)
 
     @property
     def wrong(self) -> int:

@@ -17,14 +17,15 @@ from __future__ import annotations
 
 import datetime as _dt
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from redline.detectors import Validation
 from redline.detectors import detectors as detector_registry
 from redline.evaluation import FAIL, MARKS, PASS, UNDETECTED, Judgment, wilson_interval
 from redline.evaluation.statistics import CorrectedRate, review_corrected_rate, rogan_gladen, validation_priors
-from redline.store import RUN_COMPLETE, AttemptCounts, ProbeResultRecord, Store
+from redline.report.formatting import plural
+from redline.store import LABEL_FAIL, LABEL_PASS, RUN_COMPLETE, AttemptCounts, ProbeResultRecord, Store
 
 __all__ = [
     "FROM_REVIEWS",
@@ -160,6 +161,24 @@ class ProbeSummary:
         """The rate a release gate compares: :attr:`corrected_rate` when there is one, else the
         raw :attr:`failure_rate`."""
         return self.corrected_rate if self.corrected_rate is not None else self.failure_rate
+
+    @property
+    def judge_figures(self) -> str | None:
+        """``sensitivity 0.88, specificity 0.91``: the judge's figures as the reports write them
+        (``None`` when either is unknown)."""
+        if self.sensitivity is None or self.specificity is None:
+            return None
+        return f"sensitivity {self.sensitivity:.2f}, specificity {self.specificity:.2f}"
+
+    @property
+    def review_note(self) -> str | None:
+        """``2 outputs reviewed, judge wrong on 1`` as the reports write it (``None`` when no
+        output was reviewed)."""
+        return (
+            f"{plural(self.reviewed, 'output')} reviewed, judge wrong on {self.review_errors}"
+            if self.reviewed
+            else None
+        )
 
     def as_dict(self) -> dict[str, Any]:
         """The probe's entry of the summary JSON. Keys, in this order: ``probe``, ``attempts``,
@@ -368,13 +387,11 @@ def _day(timestamp: float) -> str:
 
 def _shipped_validation(detector: str, version: str) -> Validation | None:
     """The ``validation`` a registered detector class ships, when the class is at ``version``.
-    A spec (``hf:PATH``, ``llm:…``, ``A+B``) has none; a name that does not load has none either
-    (a summary must not fail on a plugin that has gone)."""
-    if ":" in detector or "+" in detector:
-        return None
+    A spec (``hf:PATH``, ``llm:…``, ``A+B``) is no registered name and has none; a name that does
+    not load has none either (a summary must not fail on a plugin that has gone)."""
     try:
         cls = detector_registry.load(detector)
-    except Exception:  # unknown or broken plugin: treated as not validated
+    except Exception:  # a spec, an unknown or a broken plugin: treated as not validated
         return None
     validation = getattr(cls, "validation", None)
     if not isinstance(validation, Validation) or str(getattr(cls, "version", "")) != version:
@@ -383,56 +400,50 @@ def _shipped_validation(detector: str, version: str) -> Validation | None:
 
 
 def _review_correction(
-    store: Store, run_id: str, name: str, judge: str | None, validation: tuple[str, tuple[int, int, int, int]] | None
-) -> _Correction | None:
-    """The correction from the reviews of this run for probe ``name`` (``None`` when it has
-    none): each reviewed output is placed in the stratum of its stored verdict (hit or pass) and
-    :func:`~redline.evaluation.statistics.review_corrected_rate` estimates the rest, starting from
-    the judge's ``validation`` (``(source, (tp, fp, fn, tn))``) when there is one."""
+    store: Store,
+    run_id: str,
+    name: str,
+    failed: int,
+    judged: int,
+    judge: str | None,
+    validation: tuple[str, Validation] | None,
+) -> _Correction:
+    """The correction from the reviews of this run for probe ``name``: its reviewed outputs, how
+    many of them the judge got wrong, and a corrected rate (``None`` when no review is of an
+    output the rate counts).
+
+    Each review counts in the stratum of the verdict it was made against (hit or pass, recorded
+    with it; reviews of undetected outputs and of attempts that errored do not count), and
+    :func:`~redline.evaluation.statistics.review_corrected_rate` estimates the rest of the
+    ``failed`` hits and ``judged - failed`` passes, starting from the judge's ``validation``
+    (``(source, validation)``) when there is one. Reads the reviews, not the attempts."""
     reviews = store.reviews(run_id, name)
-    if not reviews:
-        return None
-    verdicts: dict[tuple[int, int], str] = {}
-    for data in store.iter_attempt_dicts(run_id, name, errored=False):
-        for i, judgment in enumerate((data.get("notes") or {}).get("evaluation") or []):
-            if judgment in (FAIL.value, PASS.value):
-                verdicts[(int(data.get("seq", -1)), i)] = judgment
-    hits = sum(1 for v in verdicts.values() if v == FAIL.value)
-    strata = {FAIL.value: [0, 0], PASS.value: [0, 0]}  # verdict -> [reviewed, labelled "fail"]
-    errors = 0
-    for review in reviews:
-        verdict = verdicts.get((review.seq, review.output))
-        if verdict is None:  # undetected, or an output this run no longer has
-            continue
-        strata[verdict][0] += 1
-        strata[verdict][1] += review.label == FAIL.value
-        errors += review.label != verdict
-    (hits_reviewed, hits_failed), (passes_reviewed, passes_failed) = strata[FAIL.value], strata[PASS.value]
+    counted = store.finished_seqs(run_id, name, include_errors=False) if reviews else set()
+    used = [r for r in reviews if r.seq in counted and r.judge_wrong is not None]  # pass/fail verdicts
+    found = _Correction(judge=judge, reviewed=len(reviews), review_errors=sum(1 for r in used if r.judge_wrong))
+    hits = [r for r in used if r.verdict == LABEL_FAIL]
+    passes = [r for r in used if r.verdict == LABEL_PASS]
+    # none usable, or a stored result older than the reviewed attempts (a resume that stopped early)
+    if not used or len(hits) > failed or len(passes) > judged - failed:
+        return found
     priors = ((1.0, 1.0), (1.0, 1.0))
     start = ""
     if validation is not None:
-        source, (tp, fp, fn, tn) = validation
-        priors = validation_priors(hits, len(verdicts), tp=tp, fp=fp, fn=fn, tn=tn)
+        source, v = validation
+        priors = validation_priors(failed, judged, tp=v.tp, fp=v.fp, fn=v.fn, tn=v.tn)
         start = f", starting from the {source}"
     corrected = review_corrected_rate(
-        hits,
-        len(verdicts) - hits,
-        hits_reviewed=hits_reviewed,
-        hits_failed=hits_failed,
-        passes_reviewed=passes_reviewed,
-        passes_failed=passes_failed,
+        failed,
+        judged - failed,
+        hits_reviewed=len(hits),
+        hits_failed=sum(1 for r in hits if r.label == LABEL_FAIL),
+        passes_reviewed=len(passes),
+        passes_failed=sum(1 for r in passes if r.label == LABEL_FAIL),
         ppv_prior=priors[0],
         false_omission_prior=priors[1],
     )
-    judged = hits_reviewed + passes_reviewed
-    return _Correction(
-        judge=judge,
-        judge_validation=f"{FROM_REVIEWS} ({judged} of {len(verdicts)} judged outputs{start})" if judged else None,
-        corrected=corrected if judged else None,
-        reviewed=len(reviews),
-        review_errors=errors,
-        note=corrected.reason if judged else "no reviewed output was judged pass or fail",
-    )
+    source = f"{FROM_REVIEWS} ({len(used)} of {judged} judged outputs{start})"
+    return replace(found, judge_validation=source, corrected=corrected, note=corrected.reason)
 
 
 def _correction(
@@ -449,33 +460,27 @@ def _correction(
     otherwise the judge is "not validated" and the rate is not corrected."""
     versions = result.detector_versions or {}
     judge = next(iter(versions)) if len(versions) == 1 else None
-    validation: tuple[str, tuple[int, int, int, int]] | None = None
+    validation: tuple[str, Validation] | None = None
     if judge is not None:
         saved = store.validations(judge, versions[judge])
+        shipped = None if saved else _shipped_validation(judge, versions[judge])
         if saved:
-            record = saved[0]
-            validation = (
-                f"saved validation on {record.dataset} ({_day(record.created)})",
-                (record.tp, record.fp, record.fn, record.tn),
-            )
-        else:
-            shipped = _shipped_validation(judge, versions[judge])
-            if shipped is not None:
-                validation = (
-                    f"shipped validation on {shipped.dataset}",
-                    (shipped.tp, shipped.fp, shipped.fn, shipped.tn),
-                )
-    reviewed = _review_correction(store, run_id, name, judge, validation)
-    if reviewed is not None and reviewed.corrected is not None:
+            r = saved[0]
+            source = f"saved validation on {r.dataset} ({_day(r.created)})"
+            validation = (source, Validation(r.dataset, r.tp, r.fp, r.fn, r.tn, r.undetected))
+        elif shipped is not None:
+            validation = (f"shipped validation on {shipped.dataset}", shipped)
+    reviewed = _review_correction(store, run_id, name, failed, judged, judge, validation)
+    if reviewed.corrected is not None:
         return reviewed
-    count, errors = (reviewed.reviewed, reviewed.review_errors) if reviewed else (0, 0)
+    count, errors = reviewed.reviewed, reviewed.review_errors
     if judge is None:
         note = f"verdicts from {len(versions)} detectors: no single judge to correct for" if versions else None
         return _Correction(note=note, reviewed=count, review_errors=errors)
     if validation is None:
         return _Correction(judge=judge, note=NOT_VALIDATED, reviewed=count, review_errors=errors)
-    source, (tp, fp, fn, tn) = validation
-    corrected = rogan_gladen(failed, judged, tp=tp, fn=fn, tn=tn, fp=fp)
+    source, v = validation
+    corrected = rogan_gladen(failed, judged, tp=v.tp, fn=v.fn, tn=v.tn, fp=v.fp)
     return _Correction(
         judge=judge,
         judge_validation=source,

@@ -10,10 +10,12 @@ which state the default.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 __all__ = [
+    "LABEL_FAIL",
+    "LABEL_PASS",
     "RUN_COMPLETE",
     "RUN_INTERRUPTED",
     "RUN_RUNNING",
@@ -205,17 +207,7 @@ class ReviewRecord:
 
     def as_dict(self) -> dict[str, Any]:
         """Every field, in declaration order."""
-        return {
-            "run_id": self.run_id,
-            "probe": self.probe,
-            "seq": self.seq,
-            "output": self.output,
-            "label": self.label,
-            "verdict": self.verdict,
-            "note": self.note,
-            "reviewer": self.reviewer,
-            "created": self.created,
-        }
+        return asdict(self)
 
 
 @dataclass(frozen=True)
@@ -237,14 +229,4 @@ class ValidationRecord:
 
     def as_dict(self) -> dict[str, Any]:
         """Every field, in declaration order."""
-        return {
-            "detector": self.detector,
-            "version": self.version,
-            "dataset": self.dataset,
-            "tp": self.tp,
-            "fp": self.fp,
-            "fn": self.fn,
-            "tn": self.tn,
-            "undetected": self.undetected,
-            "created": self.created,
-        }
+        return asdict(self)

@@ -26,6 +26,7 @@ import secrets
 import sqlite3
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -125,6 +126,21 @@ class Store:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    @contextmanager
+    def _transaction(self) -> Iterator[None]:
+        """One write transaction: what is written inside is all in the file afterwards, or (on an
+        error or a kill) none of it; a SQLite error becomes a one-line :class:`StoreError`."""
+        try:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                yield
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot write to store {self.path}: {exc}") from None
+
     # -- runs ------------------------------------------------------------------------------------
     def create_run(self, model: str, config: dict) -> str:
         """Record a new run and return its id."""
@@ -205,22 +221,14 @@ class Store:
         if not attempt_rows and not cache_items:
             return
         now = time.time()
-        try:
-            self._db.execute("BEGIN IMMEDIATE")
-            try:
-                if attempt_rows:
-                    self._db.executemany(INSERT_ATTEMPT, attempt_rows)
-                if cache_items:
-                    self._db.executemany(
-                        "INSERT OR REPLACE INTO cache VALUES (?, ?, ?)",
-                        [(k, json.dumps(v), now) for k, v in cache_items.items()],
-                    )
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
-            self._db.execute("COMMIT")
-        except sqlite3.Error as exc:
-            raise StoreError(f"cannot write to store {self.path}: {exc}") from None
+        with self._transaction():
+            if attempt_rows:
+                self._db.executemany(INSERT_ATTEMPT, attempt_rows)
+            if cache_items:
+                self._db.executemany(
+                    "INSERT OR REPLACE INTO cache VALUES (?, ?, ?)",
+                    [(k, json.dumps(v), now) for k, v in cache_items.items()],
+                )
 
     def count_attempts(self, run_id: str, probe: str | None = None, errored: bool | None = None) -> int:
         """How many attempts :meth:`iter_attempts` with the same arguments yields."""
@@ -298,13 +306,8 @@ class Store:
             (r.run_id, r.probe, r.seq, r.output, r.label, r.verdict, r.note, r.reviewer, r.created or time.time())
             for r in reviews
         ]
-        self._db.execute("BEGIN IMMEDIATE")
-        try:
+        with self._transaction():
             self._db.executemany("INSERT OR REPLACE INTO reviews VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
-        except BaseException:
-            self._db.execute("ROLLBACK")
-            raise
-        self._db.execute("COMMIT")
 
     def delete_review(self, run_id: str, probe: str, seq: int, output: int) -> None:
         """Remove the label of output ``output`` of attempt ``seq`` of ``probe`` in ``run_id``

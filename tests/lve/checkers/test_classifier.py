@@ -1,77 +1,32 @@
 """ToxicityChecker / BiasChecker on tiny classifiers built locally (nothing is downloaded).
 
-The tiny model is a 2-layer DistilBERT whose transformer weights are zero, so the hidden state
-of the first token is its (normalised) embedding; the tokenizer adds no [CLS], so the verdict
-is decided by the first word of the text: words in ``HOT`` push towards the positive label.
-That makes the expected verdict of every text known while the real loading path
-(AutoTokenizer / AutoModelForSequenceClassification from a folder) and batching are exercised.
+The tiny model (:mod:`helpers.tiny_classifier`) decides by the first word of the text: words in
+``HOT`` push towards the positive label. That makes the expected verdict of every text known
+while the real loading path (AutoTokenizer / AutoModelForSequenceClassification from a folder)
+and batching are exercised.
 """
 
 from __future__ import annotations
 
 import json
-import math
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-torch = pytest.importorskip("torch")
+pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from redline.detectors.classifier import ClassifierUnavailable, load_text_classifier, positive_label  # noqa: E402
-from redline.lve.checkers.classifier import BiasChecker, ToxicityChecker  # noqa: E402
+from helpers.tiny_classifier import build_first_word_classifier
+from redline.detectors.classifier import ClassifierUnavailable, load_text_classifier, positive_label
+from redline.lve.checkers.classifier import BiasChecker, ToxicityChecker
 
 HOT = ("idiot", "stupid", "they")
-VOCAB = ["[PAD]", "[UNK]", "idiot", "stupid", "they", "always", "are", "you", "nice", "day", "have", "a"]
-P_POSITIVE = 0.9  # probability of the positive label for a text starting with a HOT word
 
 
 def build_classifier(folder: Path, labels: list[str], positive: int) -> Path:
-    from tokenizers import Tokenizer, models, pre_tokenizers
-    from transformers import DistilBertConfig, DistilBertForSequenceClassification, PreTrainedTokenizerFast
-
-    vocab = {token: i for i, token in enumerate(VOCAB)}
-    tokenizer = Tokenizer(models.WordLevel(vocab=vocab, unk_token="[UNK]"))
-    tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()
-    fast = PreTrainedTokenizerFast(tokenizer_object=tokenizer, unk_token="[UNK]", pad_token="[PAD]")
-    dim = 32
-    config = DistilBertConfig(
-        vocab_size=len(vocab),
-        dim=dim,
-        n_layers=2,
-        n_heads=2,
-        hidden_dim=64,
-        max_position_embeddings=64,
-        num_labels=len(labels),
-        id2label=dict(enumerate(labels)),
-        label2id={l: i for i, l in enumerate(labels)},
-        pad_token_id=0,
-    )
-    model = DistilBertForSequenceClassification(config)
-    pattern = torch.tensor([1.0 if i % 2 == 0 else -1.0 for i in range(dim)])
-    half = (pattern > 0).float()
-    scale = math.log(P_POSITIVE / (1 - P_POSITIVE)) / (2 * dim / 2)
-    with torch.no_grad():
-        for name, param in model.named_parameters():
-            if name.startswith("distilbert.transformer") and "layer_norm" not in name:
-                param.zero_()
-        model.distilbert.embeddings.position_embeddings.weight.zero_()
-        for token, index in vocab.items():
-            model.distilbert.embeddings.word_embeddings.weight[index] = pattern if token in HOT else -pattern
-        model.pre_classifier.weight.copy_(torch.eye(dim))
-        model.pre_classifier.bias.zero_()
-        model.classifier.weight.zero_()
-        model.classifier.bias.zero_()
-        model.classifier.weight[positive] = scale * (half - (1 - half))
-        for other in range(len(labels)):
-            if other != positive:
-                model.classifier.weight[other] = -scale * (half - (1 - half))
-    folder.mkdir(parents=True, exist_ok=True)
-    model.save_pretrained(folder)
-    fast.save_pretrained(folder)
-    return folder
+    return build_first_word_classifier(folder, labels, positive, hot=HOT)
 
 
 @pytest.fixture(scope="module")
