@@ -14,8 +14,8 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "redline"
 
 #: Lowest layer first, as in ARCHITECTURE.md and pyproject.toml's import-linter contract.
 LAYERS: list[set[str]] = [
-    {"errors"},
-    {"attempt", "plugins"},
+    {"errors", "textsafety"},
+    {"attempt", "plugins", "untrusted"},
     {"hub", "encodings"},
     {"datasets"},
     {"generators"},

@@ -10,8 +10,13 @@ The column mapping says which column feeds which field (``--dataset-column promp
 * ``category`` (optional) — a label kept in the prompt metadata (per-category breakdowns);
 * ``system`` (optional) — a system prompt sent before the prompt.
 
-Every problem is one :class:`DatasetError` line naming the file (and column). ``datasets`` and
-``pyarrow`` are imported only when such a source is used.
+Every problem is one :class:`DatasetError` line naming the file (and line or column). ``datasets``
+and ``pyarrow`` are imported only when such a source is used.
+
+A dataset may come from anyone, so a file is read within bounds (:mod:`redline.untrusted`): at most
+:data:`MAX_DATASET_BYTES` (for Parquet: of data once decompressed and decoded), one value (a CSV
+field) or one JSONL line at most :data:`MAX_VALUE_BYTES`, UTF-8 text without NUL bytes, JSON
+nested at most 64 levels. A larger dataset is better sampled or split before a scan.
 """
 
 from __future__ import annotations
@@ -26,8 +31,28 @@ from typing import Any
 
 from redline import hub
 from redline.errors import RedlineError
+from redline.untrusted import (
+    MIB,
+    UntrustedInputError,
+    csv_field_limit,
+    csv_lines,
+    describe_size,
+    iter_lines,
+    load_json,
+    read_text,
+)
 
-__all__ = ["FIELDS", "DatasetError", "DatasetRow", "load_rows", "parse_columns"]
+__all__ = [
+    "FIELDS",
+    "MAX_DATASET_BYTES",
+    "MAX_JSON_BYTES",
+    "MAX_ROWS",
+    "MAX_VALUE_BYTES",
+    "DatasetError",
+    "DatasetRow",
+    "load_rows",
+    "parse_columns",
+]
 
 #: The fields a column can be mapped to.
 FIELDS = ("prompt", "target", "category", "system")
@@ -35,6 +60,21 @@ FIELDS = ("prompt", "target", "category", "system")
 
 class DatasetError(RedlineError, ValueError):
     """A dataset that cannot be used (missing file, missing column, empty, unreadable)."""
+
+
+MAX_DATASET_BYTES = 256 * MIB
+"""The largest dataset file read (Parquet: its data once decompressed and decoded). A quarter of a
+million prompts of a kilobyte each, more than a scan sends."""
+
+MAX_JSON_BYTES = 64 * MIB
+"""The largest ``.json`` dataset: one document, parsed whole (JSONL is read a line at a time)."""
+
+MAX_VALUE_BYTES = 16 * MIB
+"""The largest single value: a CSV field or a JSONL line (the ``csv`` module's own default is
+128 KiB; a long many-shot prompt is a few hundred)."""
+
+MAX_ROWS = 1_000_000
+"""The most rows a dataset may have."""
 
 
 @dataclass(frozen=True)
@@ -66,52 +106,141 @@ def parse_columns(items: Iterable[str]) -> dict[str, str]:
     return mapping
 
 
-def _read_csv(path: Path, delimiter: str) -> tuple[list[str], list[dict[str, Any]]]:
-    with path.open(newline="", encoding="utf-8-sig") as handle:
-        reader = csv.DictReader(handle, delimiter=delimiter)
-        rows = list(reader)
-        return list(reader.fieldnames or []), rows
+def _too_many_rows(path: Path) -> DatasetError:
+    return DatasetError(f"{path}: too many rows (more than {MAX_ROWS:,}; sample or split the dataset)")
 
 
-def _read_jsonl(path: Path) -> tuple[list[str], list[dict[str, Any]]]:
+def _kept(row: Mapping[str, Any], wanted: Iterable[str]) -> dict[str, Any]:
+    """The cells of ``row`` a column mapping reads, a list cut to its first item (all that is
+    used of it): what is kept of each row, whatever else the file holds."""
+    kept = {}
+    for name in wanted:
+        if name in row:
+            value = row[name]
+            kept[name] = value[:1] if isinstance(value, list) else value
+    return kept
+
+
+def _read_csv(path: Path, delimiter: str, wanted: Iterable[str]) -> tuple[list[str], list[dict[str, Any]]]:
+    lines = csv_lines(path, max_line=MAX_VALUE_BYTES, max_file=MAX_DATASET_BYTES)
+    reader = csv.reader(lines, delimiter=delimiter)
     rows: list[dict[str, Any]] = []
-    with path.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, 1):
-            if not line.strip():
-                continue
-            try:
-                value = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise DatasetError(f"{path}: line {number} is not valid JSON ({exc.msg})") from None
-            if not isinstance(value, dict):
-                raise DatasetError(f"{path}: line {number} is not a JSON object")
-            rows.append(value)
-    return _columns_of(rows), rows
-
-
-def _read_json(path: Path) -> tuple[list[str], list[dict[str, Any]]]:
     try:
-        value = json.loads(path.read_text(encoding="utf-8"))
+        with csv_field_limit(MAX_VALUE_BYTES):
+            names = next(reader, [])
+            index = {name: i for i, name in enumerate(names)}  # a repeated header: its last column
+            positions = {name: index[name] for name in dict.fromkeys(wanted) if name in index}
+            for cells in reader:
+                if not cells:  # a blank line
+                    continue
+                if len(rows) >= MAX_ROWS:
+                    raise _too_many_rows(path)
+                rows.append({name: cells[i] if i < len(cells) else None for name, i in positions.items()})
+    except csv.Error as exc:
+        problem = str(exc)
+        if "field limit" in problem:
+            problem = f"a field is too large (more than {describe_size(MAX_VALUE_BYTES)})"
+        raise DatasetError(f"{path}: line {reader.line_num}: {problem}") from None
+    return names, rows
+
+
+def _read_jsonl(path: Path, wanted: Iterable[str]) -> tuple[list[str], list[dict[str, Any]]]:
+    rows: list[dict[str, Any]] = []
+    names: dict[str, None] = {}
+    for number, line in iter_lines(path, max_line=MAX_VALUE_BYTES, max_file=MAX_DATASET_BYTES):
+        if isinstance(line, UntrustedInputError):
+            raise DatasetError(f"{path}: line {number}: {line.problem}")
+        if not line.strip():
+            continue
+        try:
+            value = load_json(line)
+        except json.JSONDecodeError as exc:
+            raise DatasetError(f"{path}: line {number} is not valid JSON ({exc.msg})") from None
+        except UntrustedInputError as exc:
+            raise DatasetError(f"{path}: line {number}: {exc.problem}") from None
+        if not isinstance(value, dict):
+            raise DatasetError(f"{path}: line {number} is not a JSON object")
+        if len(rows) >= MAX_ROWS:
+            raise _too_many_rows(path)
+        names.update(dict.fromkeys(value))
+        rows.append(_kept(value, wanted))
+    return list(names), rows
+
+
+def _read_json(path: Path, wanted: Iterable[str]) -> tuple[list[str], list[dict[str, Any]]]:
+    try:
+        value = load_json(read_text(path, MAX_JSON_BYTES, nul_ok=True))
     except json.JSONDecodeError as exc:
         raise DatasetError(f"{path}: not valid JSON (line {exc.lineno}: {exc.msg})") from None
     if isinstance(value, dict):  # {"data": [...]} or {"train": [...]}: the first list of objects
         value = next((v for v in value.values() if isinstance(v, list)), None)
     if not isinstance(value, list) or not all(isinstance(v, dict) for v in value):
         raise DatasetError(f"{path}: expected a JSON list of objects")
-    return _columns_of(value), value
+    if len(value) > MAX_ROWS:
+        raise _too_many_rows(path)
+    names: dict[str, None] = {}
+    for row in value:
+        names.update(dict.fromkeys(row))
+    return list(names), [_kept(row, wanted) for row in value]
 
 
-def _columns_of(rows: list[dict[str, Any]]) -> list[str]:
-    columns: list[str] = []
-    for row in rows:
-        for key in row:
-            if key not in columns:
-                columns.append(key)
-    return columns
+def _read_parquet(path: Path, wanted: Iterable[str]) -> tuple[list[str], list[dict[str, Any]]]:
+    """The column names of a Parquet file and its rows (only the ``wanted`` columns it has).
+
+    Bounded before anything large is built: the file's declared rows and uncompressed size, then
+    the size of the text its string columns hold once dictionary-decoded (computed on the
+    dictionaries, so a small file whose one long value is repeated a million times is refused)."""
+    try:
+        import pyarrow as pa  # heavy: loaded only for a Parquet file
+        import pyarrow.compute as pc
+        import pyarrow.parquet as pq
+    except ImportError:
+        raise DatasetError(f"{path}: reading Parquet needs pyarrow (pip install 'redline[datasets]')") from None
+    too_large = DatasetError(f"{path}: too large (more than {describe_size(MAX_DATASET_BYTES)} of data once decoded)")
+    try:
+        file = pq.ParquetFile(path)
+        meta = file.metadata
+        declared = sum(
+            meta.row_group(g).column(c).total_uncompressed_size
+            for g in range(meta.num_row_groups)
+            for c in range(meta.num_columns)
+        )
+        if declared > MAX_DATASET_BYTES:
+            raise too_large
+        if meta.num_rows > MAX_ROWS:
+            raise _too_many_rows(path)
+        schema = file.schema_arrow
+        names = list(schema.names)
+        columns = [name for name in dict.fromkeys(wanted) if name in names]
+        text_types = (pa.types.is_string, pa.types.is_large_string, pa.types.is_binary, pa.types.is_large_binary)
+        as_dictionary = [n for n in columns if any(check(schema.field(n).type) for check in text_types)]
+        table = (
+            file.read(columns=columns, use_threads=False)
+            if not as_dictionary
+            else pq.read_table(path, columns=columns, read_dictionary=as_dictionary, use_threads=False)
+        )
+        size = 0
+        for name in columns:
+            for chunk in table.column(name).chunks:
+                if pa.types.is_dictionary(chunk.type):
+                    lengths = pc.binary_length(chunk.dictionary)
+                    size += pc.sum(pc.take(lengths, chunk.indices)).as_py() or 0
+                else:
+                    size += chunk.nbytes
+            if size > MAX_DATASET_BYTES:
+                raise too_large
+        rows = table.to_pylist()
+    except DatasetError:
+        raise
+    except (pa.ArrowException, OSError, ValueError, TypeError, IndexError) as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise DatasetError(f"{path}: not a readable Parquet file ({first})") from None
+    return names, rows
 
 
-def _from_hf(dataset: Any, where: str) -> tuple[list[str], list[dict[str, Any]]]:
-    """Rows of a ``datasets.Dataset`` (or the ``train``/only split of a ``DatasetDict``)."""
+def _from_hf(dataset: Any, where: str, wanted: Iterable[str]) -> tuple[list[str], list[dict[str, Any]]]:
+    """Rows of a ``datasets.Dataset`` (or the ``train``/only split of a ``DatasetDict``), only the
+    ``wanted`` columns."""
     if isinstance(dataset, dict):  # a DatasetDict
         splits = list(dataset.keys())
         if not splits:
@@ -120,7 +249,11 @@ def _from_hf(dataset: Any, where: str) -> tuple[list[str], list[dict[str, Any]]]
         if len(splits) > 1 and split != "train":
             raise DatasetError(f"{where}: several splits ({', '.join(splits)}); name one as hf:NAME:SPLIT")
         dataset = dataset[split]
-    return list(dataset.column_names), [dict(row) for row in dataset]
+    if len(dataset) > MAX_ROWS:
+        raise _too_many_rows(Path(where))
+    names = list(dataset.column_names)
+    kept = [name for name in dict.fromkeys(wanted) if name in names]
+    return names, [_kept(row, kept) for row in dataset.select_columns(kept)]
 
 
 def _import_datasets(where: str) -> Any:
@@ -134,7 +267,7 @@ def _import_datasets(where: str) -> Any:
     return datasets
 
 
-def _read_source(source: str) -> tuple[list[str], list[dict[str, Any]]]:
+def _read_source(source: str, wanted: Iterable[str] = ()) -> tuple[list[str], list[dict[str, Any]]]:
     if source.startswith("hf:"):
         name, _, split = source[3:].partition(":")
         if not name:
@@ -159,7 +292,7 @@ def _read_source(source: str) -> tuple[list[str], list[dict[str, Any]]]:
             message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             hint = " (the Hugging Face hub cannot be reached: only datasets in the local cache load)" if offline else ""
             raise DatasetError(f"{source}: cannot load the dataset: {message}{hint}") from None
-        return _from_hf(loaded, source)
+        return _from_hf(loaded, source, wanted)
     path = Path(source).expanduser()
     if not path.exists():
         raise DatasetError(f"{source}: no such dataset file or folder")
@@ -171,33 +304,29 @@ def _read_source(source: str) -> tuple[list[str], list[dict[str, Any]]]:
         except Exception as exc:
             message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             raise DatasetError(f"{source}: cannot load the dataset folder: {message}") from None
-        return _from_hf(loaded, source)
+        return _from_hf(loaded, source, wanted)
     suffix = path.suffix.lower()
     try:
         if suffix == ".csv":
-            return _read_csv(path, ",")
+            return _read_csv(path, ",", wanted)
         if suffix == ".tsv":
-            return _read_csv(path, "\t")
+            return _read_csv(path, "\t", wanted)
         if suffix in (".jsonl", ".ndjson"):
-            return _read_jsonl(path)
+            return _read_jsonl(path, wanted)
         if suffix == ".json":
-            return _read_json(path)
+            return _read_json(path, wanted)
         if suffix == ".parquet":
-            try:
-                import pyarrow.parquet as pq  # heavy: loaded only for a Parquet file
-            except ImportError:
-                raise DatasetError(
-                    f"{source}: reading Parquet needs pyarrow (pip install 'redline[datasets]')"
-                ) from None
-            table = pq.read_table(path)
-            return list(table.column_names), table.to_pylist()
-    except UnicodeDecodeError:
-        raise DatasetError(f"{source}: not UTF-8 text") from None
+            return _read_parquet(path, wanted)
+    except UntrustedInputError as exc:  # too large, not UTF-8, a NUL byte, nested too deeply
+        raise DatasetError(f"{source}: {exc}") from None
     except OSError as exc:
         raise DatasetError(f"{source}: cannot read it: {exc.strerror or exc}") from None
     raise DatasetError(
         f"{source}: unknown dataset format {suffix or '(no suffix)'!r} (use .csv, .tsv, .jsonl, .json, .parquet, a saved dataset folder or hf:NAME)"
     )
+
+
+_LISTED = 30  # column names a message lists at most
 
 
 def _text(value: Any) -> str | None:
@@ -224,7 +353,7 @@ def load_rows(source: str | Path, columns: Mapping[str, str] | None = None) -> l
         if name not in FIELDS:
             raise DatasetError(f"{source}: unknown field {name!r} in the column mapping (fields: {', '.join(FIELDS)})")
     mapping.setdefault("prompt", "prompt")
-    names, raw_rows = _read_source(source)
+    names, raw_rows = _read_source(source, tuple(mapping.values()))
     for name, column in mapping.items():
         if column not in names:
             hint = (
@@ -232,9 +361,10 @@ def load_rows(source: str | Path, columns: Mapping[str, str] | None = None) -> l
                 if name == "prompt" and "prompt" not in (columns or {})
                 else ""
             )
-            raise DatasetError(
-                f"{source}: no column {column!r} for {name} (columns: {', '.join(map(str, names)) or 'none'}){hint}"
+            shown = ", ".join(map(str, names[:_LISTED])) + (
+                f", ... ({len(names)} in all)" if len(names) > _LISTED else ""
             )
+            raise DatasetError(f"{source}: no column {column!r} for {name} (columns: {shown or 'none'}){hint}")
     rows = []
     for index, raw in enumerate(raw_rows):
         prompt = _text(raw.get(mapping["prompt"]))

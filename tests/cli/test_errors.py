@@ -143,14 +143,14 @@ def test_lve_commands_decide_the_same_way(tmp_path, monkeypatch, run_cli):
 
     from redline.lve.errors import LVEFormatError
 
-    def verify_format_error(path, trust_code=False):
+    def verify_format_error(path, trust_code=False, pool=None):
         raise LVEFormatError(f"{path}/test.json:3: 'checker_args' needs a 'checker_name'")
 
     monkeypatch.setattr(lve_cli, "run_verify", verify_format_error)
     code, lines = run_cli("lve", "verify", str(tmp_path))
     assert (code, lines) == (1, [f"error: {tmp_path}/test.json:3: 'checker_args' needs a 'checker_name'"])
 
-    def verify_bug(path, trust_code=False):
+    def verify_bug(path, trust_code=False, pool=None):
         raise AttributeError("'NoneType' object has no attribute 'checker'")
 
     monkeypatch.setattr(lve_cli, "run_verify", verify_bug)

@@ -457,3 +457,22 @@ def test_ctrl_c_keeps_the_labels_and_prints_the_session(db_path, run_id, monkeyp
     assert result.exit_code == 130
     assert [r.label for r in stored(db_path, run_id)].count(LABEL_FAIL) == 1 and len(stored(db_path, run_id)) == 2
     assert "labelled 2 outputs" in result.output
+
+
+def test_hostile_labels_files_are_bounded(db_path, run_id, tmp_path):
+    """A note over the csv module's 128 KiB is read; deep JSON, bad bytes and a huge number are one
+    FILE:LINE error each (not an internal error)."""
+    labels = tmp_path / "labels.csv"
+    labels.write_text(f'probe,seq,label,note\n{REQUESTS},0,fail,"' + "n" * (200 * 1024) + '"\n', encoding="utf-8")
+    with Store(db_path) as store:
+        assert [len(r.note or "") for r in read_labels(labels, store, run_id)] == [200 * 1024]
+        for name, content, problem in [
+            ("deep.jsonl", b'{"label": ' + b"[" * 5000 + b"]" * 5000 + b"}\n", ":1: values nested more than 64"),
+            ("bad.csv", b"probe,seq,label\n" + REQUESTS.encode() + b",0,f\xe4il\n", ":2: not UTF-8 text"),
+            ("int.jsonl", b'{"seq": ' + b"1" * 5000 + b"}\n", ":1: a value cannot be read"),
+        ]:
+            path = tmp_path / name
+            path.write_bytes(content)
+            with pytest.raises(ReviewError) as caught:
+                read_labels(path, store, run_id)
+            assert str(caught.value).startswith(f"{path}{problem}"), caught.value

@@ -358,6 +358,19 @@ async def test_classifier_judge_scores_the_complied_probability(judge_model):
 
 
 @torch_available
+async def test_classifier_judge_scores_outputs_with_lone_surrogates(judge_model):
+    """A lone surrogate (valid JSON from an API) is refused by the Rust tokenizers: the classifier
+    scores its escape instead of failing the attempt."""
+    judge = get_detector(f"hf:{judge_model}")
+    await judge.start()
+    scores = await judge.adetect(attempt_with(["Sure \udcff here", "Sorry \ud800"]))
+    assert scores == [pytest.approx(0.9, abs=1e-4), pytest.approx(0.1, abs=1e-4)]
+    paired = get_detector(f"hf:{judge_model}", pair="true")
+    await paired.start()
+    assert await paired.adetect(attempt_with(["x \udcff"], request="Sure \udcff")) == [pytest.approx(0.9, abs=1e-4)]
+
+
+@torch_available
 async def test_classifier_judge_options_label_and_pair(judge_model):
     by_name = get_detector(f"hf:{judge_model}", label="safe")
     by_index = get_detector(f"hf:{judge_model}", label=0)
@@ -420,3 +433,12 @@ async def test_classifier_and_llm_judges_in_an_ensemble(judge_model):
         pytest.approx(s, abs=1e-4) for s in (0.9, 0.1, 0.9)
     ]
     assert not any(disagreement(attempt, i) for i in range(3))
+
+
+def test_a_detector_opt_alias_bomb_is_refused():
+    bomb = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
+        f"{n}: &{n} [{', '.join([f'*{p}'] * 9)}]\n" for p, n in zip("abcdefg", "bcdefgh", strict=True)
+    )
+    with pytest.raises(DetectorOptionError, match=r"^--detector-opt refusal.Keywords.x: line 6: the YAML stands for"):
+        parse_detector_options(["refusal.Keywords.x=" + bomb])
+    assert parse_detector_options(["refusal.Keywords.x=[*undefined]"]) == {"refusal.Keywords": {"x": "[*undefined]"}}

@@ -193,3 +193,17 @@ def test_argument_scanner_skips_strings_and_escaped_quotes():
     code = 'os.system("echo )" + name) ; rest'
     assert _call_args(code, code.index("(") + 1) == '"echo )" + name'
     assert _call_args("run(a, (b", 4) == "a, (b"  # unterminated: to the end
+
+
+async def test_a_hostile_package_list_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import redline.detectors.packages as packages
+
+    latin = tmp_path / "latin.txt"
+    latin.write_bytes(b"requests\ncaf\xe9\n")
+    with pytest.raises(DetectorUnavailable, match=r"latin\.txt \(known_packages\): line 2: not UTF-8 text"):
+        await get_detector("output.PackageHallucination", known_packages=str(latin)).start()
+    big = tmp_path / "big.txt"
+    big.write_text("requests\n" * 10)
+    monkeypatch.setattr(packages, "MAX_PACKAGE_LIST_BYTES", 89)
+    with pytest.raises(DetectorUnavailable, match=r"big\.txt \(known_packages\): too large \(more than 89 bytes\)"):
+        await get_detector("output.PackageHallucination", known_packages=str(big)).start()

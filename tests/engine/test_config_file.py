@@ -157,3 +157,117 @@ def test_cli_bad_config_is_one_error_line(tmp_path):
         and proc.stderr.strip().startswith("error: --gen-opt 'oops'")
         and "Traceback" not in proc.stderr
     )
+
+
+# -- hostile files: bounded reading and probe_options ------------------------------------------------
+def alias_bomb(key: str = "probes") -> str:
+    """Nine anchors, each a list of nine aliases of the one before: ~500 bytes standing for 9**9."""
+    lines = ['a: &a ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]']
+    previous = "a"
+    for name in "bcdefghi":
+        lines.append(f"{name}: &{name} [" + ", ".join([f"*{previous}"] * 9) + "]")
+        previous = name
+    return "\n".join(lines) + f"\n{key}: *i\n"
+
+
+def config_error(path: Path) -> str:
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    message = str(info.value)
+    assert message.startswith(f"{path}: ") and "\n" not in message
+    return message
+
+
+def test_an_alias_bomb_fails_fast_naming_file_and_line(tmp_path):
+    bomb = alias_bomb()
+    assert len(bomb) < 600
+    path = write(tmp_path, bomb)
+    message = config_error(path)
+    # refused at the first anchor past the budget: "f" stands for 9**5 * 10 values
+    assert message == f"{path}: line 6: the YAML stands for more than 100000 values once its aliases are expanded"
+
+
+def test_a_recursive_alias_and_deep_nesting_are_refused(tmp_path):
+    assert "an alias refers to a collection that holds it" in config_error(write(tmp_path, "probes: &p [*p]\n"))
+    deep = write(tmp_path, "generator: {extra_body: " + "[" * 70 + "]" * 70 + "}\n")
+    assert "line 1: values nested more than 64 levels deep" in config_error(deep)
+
+
+def test_the_file_size_is_capped(tmp_path, monkeypatch):
+    import redline.engine.config_file as config_file
+
+    assert config_file.MAX_CONFIG_BYTES == 1024 * 1024
+    path = write(tmp_path, "seed: 1\n")
+    monkeypatch.setattr(config_file, "MAX_CONFIG_BYTES", 8)
+    assert load_config(path) == {"seed": 1}  # 8 bytes: at the limit
+    path.write_text("seed: 12\n")
+    assert config_error(path) == f"{path}: too large (more than 8 bytes)"
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (b"seed: 1\nmodel: caf\xe9\n", "line 2: not UTF-8 text (byte 0xe9 at column 11)"),
+        (b"seed: 1\x00\n", "line 1: a NUL byte in text"),
+        (b"seed: " + b"1" * 5000 + b"\n", "line 1: invalid YAML: cannot read this value (Exceeds the limit"),
+        (b"model: !!binary aGk=\n", "line 1: invalid YAML: the tag 'tag:yaml.org,2002:binary' is not supported here"),
+        (b"seed: 2001-01-01\n", "seed must be an integer, not '2001-01-01'"),
+    ],
+)
+def test_bad_bytes_and_odd_values_are_one_line(tmp_path, content, message):
+    path = tmp_path / "scan.yaml"
+    path.write_bytes(content)
+    assert message in config_error(path)
+
+
+def test_a_gen_opt_alias_bomb_is_refused_and_plain_text_stays_text():
+    with pytest.raises(ConfigError) as info:
+        parse_gen_opts(["stop=" + alias_bomb("x")])
+    assert str(info.value).startswith("--gen-opt stop: line 6: the YAML stands for more than 100000 values")
+    assert parse_gen_opts(["stop=[*undefined]", "x=2001-01-01"]) == {"stop": "[*undefined]", "x": "2001-01-01"}
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ("{encoding.Hexx: {sample: 2}}", "probe_options: unknown probe 'encoding.Hexx' (did you mean 'encoding.Hex'?)"),
+        (
+            "{encoding.Hex: {smaple: 2}}",
+            "probe_options.encoding.Hex: unknown option 'smaple' (did you mean 'sample'? "
+            "options: detectors, num_repetitions, sample, seed)",
+        ),
+        ("{encoding.Hex: {evaluator: x}}", "probe_options.encoding.Hex: unknown option 'evaluator'"),
+        ("{jailbreak.ManyShot: {shot: 3}}", "unknown option 'shot' (did you mean 'shots'?"),
+        ("{bias.ForcedChoice: {resample: 3}}", "unknown option 'resample' (did you mean 'resamples'?"),
+        ("{encoding.Hex: {1: 2}}", "probe_options.encoding.Hex: 1 is not an option name"),
+        ("{encoding.Hex: [1]}", "probe_options.encoding.Hex must be a mapping of options, not [1]"),
+        ("{encoding.Hex: {sample: abc}}", "probe_options.encoding.Hex.sample must be an integer >= 1, not 'abc'"),
+        ("{encoding.Hex: {num_repetitions: 0}}", "num_repetitions must be an integer >= 1, not 0"),
+        ("{encoding.Hex: {seed: [1]}}", "probe_options.encoding.Hex.seed must be an integer, not [1]"),
+        ("{encoding.Hex: {detectors: 5}}", "probe_options.encoding.Hex.detectors must be a name"),
+        ("{encoding.Hex: {detectors: [nope.Nope]}}", "probe_options.encoding.Hex.detectors: unknown detector"),
+        ("{jailbreak.Persona: {dataset_columns: 5}}", "dataset_columns must be a mapping of field: column"),
+        ("{jailbreak.Persona: {dataset_columns: {prompt: a, what: b}}}", "has an unknown field 'what'"),
+    ],
+)
+def test_probe_options_are_checked_naming_probe_and_option(tmp_path, options, message):
+    assert message in config_error(write(tmp_path, f"probe_options: {options}\n"))
+
+
+def test_good_probe_options_are_normalised(tmp_path):
+    values = load_config(
+        write(
+            tmp_path,
+            """
+            probe_options:
+              encoding.Hex: {sample: 2, detectors: "encoding.DecodedPayload, refusal.Keywords"}
+              bias.ForcedChoice: {resamples: 50}
+              dataset.Prompts: {dataset_columns: {prompt: goal}}
+            """,
+        )
+    )
+    assert values["probe_options"] == {
+        "encoding.Hex": {"sample": 2, "detectors": ["encoding.DecodedPayload", "refusal.Keywords"]},
+        "bias.ForcedChoice": {"resamples": 50},
+        "dataset.Prompts": {"dataset_columns": {"prompt": "goal"}},
+    }

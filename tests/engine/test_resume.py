@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import os
 import signal
@@ -12,15 +13,17 @@ import sys
 import threading
 import time
 
+import pytest
+
 from fakes import ScriptedGenerator
 from helpers.mock_openai import MockOpenAI
 from redline.attempt import Message
-from redline.engine import ScanConfig, StoredAttempts, scan
+from redline.engine import ScanConfig, ScanError, StoredAttempts, scan
 from redline.generators.base import Generator
 from redline.probes.base import ProbeItem, Prompt, PromptProbe
 from redline.probes.runner import AttemptRunner
 from redline.report.summary import run_summary
-from redline.store import BatchWriter, Store
+from redline.store import BatchWriter, RunLocked, Store
 
 FOUR_PROBES = "harmful.Requests,encoding.Base64,encoding.Hex,encoding.ROT13"  # 24 + 3 × 12 attempts
 PROBES = FOUR_PROBES + ",injection.HiddenInData"  # 76 attempts, every prompt distinct
@@ -309,3 +312,70 @@ def test_two_scans_share_a_new_store_at_the_same_moment(tmp_path):
         with sqlite3.connect(db) as con:
             assert con.execute("SELECT COUNT(*) FROM runs").fetchone()[0] == 2
             assert con.execute("SELECT COUNT(*) FROM attempts").fetchone()[0] == 10
+
+
+# -- what a resume may change, and the run lock -----------------------------------------------------
+
+
+async def test_a_resume_applies_transport_options_and_refuses_ones_that_change_the_run(tmp_path):
+    first_try_fails = lambda index, body: (500, {}, '{"error": "busy"}') if index == 0 else None
+    with MockOpenAI(faults=first_try_fails) as server:
+        options = {"base_url": server.base_url, "max_retries": 0, "backoff_base": 0.0}
+        with Store(tmp_path / "r.db") as store:
+            run_id = await scan(
+                ScanConfig(model="openai:m", probes="encoding.Hex", concurrency=1, generator_options=options), store
+            )
+            assert store.count_attempts(run_id, errored=True) == 1  # no retry allowed: the 500 stuck
+            for change, named in (
+                (ScanConfig(model="openai:other"), "model"),
+                (ScanConfig(probes="encoding.Base64", sample=2), "probes, sample"),
+                (ScanConfig(generator_options={"temperature": 0.9, "timeout": 5}), "generator_options.temperature"),
+            ):
+                with pytest.raises(ScanError, match=f"resuming run {run_id} keeps its own settings; .*: {named}"):
+                    await scan(change, store, resume=run_id, retry_errors=True)
+            assert len(server.requests) == 12  # refused before anything was sent
+            # how requests travel is the resuming process's own business
+            server.faults = lambda index, body: (500, {}, "{}") if index == 12 else None
+            await scan(
+                ScanConfig(concurrency=2, generator_options={"max_retries": 2, "timeout": 5}),
+                store,
+                resume=run_id,
+                retry_errors=True,
+            )
+            assert store.count_attempts(run_id, errored=True) == 0 and len(server.requests) == 14
+            assert store.get_run(run_id).config["scan"]["generator_options"]["max_retries"] == 0  # stored as started
+
+
+async def test_a_resume_of_a_run_another_scan_holds_is_refused_before_anything_runs(tmp_path):
+    db = tmp_path / "r.db"
+    with Store(db) as store, Store(db) as other:
+        run_id = await scan(ScanConfig(model="test.echo", probes="encoding.Hex"), store)
+        other.claim_run(run_id)  # another scan of the run is live
+        gen = ScriptedGenerator()
+        with pytest.raises(RunLocked, match=f"run {run_id} is being scanned by process {os.getpid()}"):
+            await scan(None, store, resume=run_id, generator=gen)
+        assert gen.calls == [] and store.is_live(run_id)  # held by the other store
+        other.release_run(run_id)
+        await scan(None, store, resume=run_id, generator=gen)
+        assert not store.is_live(run_id)  # released once the scan ended
+        assert store.get_run(run_id).status == "complete"
+
+
+async def test_a_base_url_password_is_not_stored_and_must_be_given_again_to_resume(tmp_path):
+    """The store keeps ``user:***@``; resuming takes the password from the same URL given again."""
+    with MockOpenAI(faults=lambda index, body: (401, {}, "{}") if index == 0 else None) as server:
+        url = server.base_url.replace("http://", "http://bob:pw-0123456789@")
+        store = Store(tmp_path / "s.db")
+        config = ScanConfig(model="openai:m", probes="harmful.Requests", sample=2, generator_options={"base_url": url})
+        with pytest.raises(Exception, match="refused the key"):
+            await scan(config, store)
+        (run,) = store.list_runs()
+        masked = url.replace("pw-0123456789", "***")
+        assert store.get_run(run.run_id).config["scan"]["generator_options"]["base_url"] == masked
+        with pytest.raises(ScanError, match="--base-url"):
+            await scan(None, store, resume=run.run_id)
+        sent = len(server.headers)
+        await scan(ScanConfig(generator_options={"base_url": url}), store, resume=run.run_id)
+        assert len(server.headers) > sent and store.get_run(run.run_id).status == "complete"
+        assert server.headers[-1]["Authorization"] == "Basic " + base64.b64encode(b"bob:pw-0123456789").decode()
+        store.close()

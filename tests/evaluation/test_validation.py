@@ -313,5 +313,25 @@ def test_missing_file_folder_and_encoding(tmp_path):
         load_examples(tmp_path)
     latin = tmp_path / "latin.csv"
     latin.write_bytes("response,label\ncaf\xe9,1\n".encode("latin-1"))
-    with pytest.raises(LabelledDataError, match=r"latin\.csv: not UTF-8 text"):
+    with pytest.raises(LabelledDataError, match=r"latin\.csv: line 2: not UTF-8 text"):
         load_examples(latin)
+
+
+def test_hostile_labelled_files_are_one_line_naming_file_and_line(tmp_path, monkeypatch):
+    long = tmp_path / "long.csv"
+    long.write_text('response,label\n"' + "r" * (200 * 1024) + '",1\n')  # over the csv module's 128 KiB
+    assert [len(e.response) for e in load_examples(long)] == [200 * 1024]
+    deep = tmp_path / "deep.jsonl"
+    deep.write_text('{"response": "a", "label": 1}\n{"response": ' + "[" * 5000 + "]" * 5000 + ', "label": 1}\n')
+    with pytest.raises(LabelledDataError, match=r"deep\.jsonl: line 2: values nested more than 64 levels deep$"):
+        load_examples(deep)
+    import redline.evaluation.validation as validation
+
+    monkeypatch.setattr(validation, "MAX_VALUE_BYTES", 100)
+    with pytest.raises(LabelledDataError, match=r"long\.csv: line 2: too long \(more than 100 bytes in one line\)$"):
+        load_examples(long)
+    monkeypatch.setattr(validation, "MAX_ROWS", 1)
+    two = tmp_path / "two.csv"
+    two.write_text("response,label\na,1\nb,0\n")
+    with pytest.raises(LabelledDataError, match=r"two\.csv: line 3: too many rows \(more than 1\)$"):
+        load_examples(two)

@@ -124,9 +124,16 @@ async def test_litellm_retries_transient_errors_and_stops_on_fatal_ones(monkeypa
     with pytest.raises(GeneratorUnavailable, match="refused the key"):
         await get_generator("litellm:p/m").generate(conv(), 1)
 
-    monkeypatch.setitem(sys.modules, "litellm", fake_litellm(lambda i, kw: {"nope": 1}))
-    with pytest.raises(GeneratorError, match="malformed response"):
-        await get_generator("litellm:p/m").generate(conv(), 1)
+    module = fake_litellm(lambda i, kw: {"nope": 1})
+    monkeypatch.setitem(sys.modules, "litellm", module)
+    with pytest.raises(GeneratorError, match=r"malformed response from litellm p/m: no choices \(after 3 tries\)"):
+        await get_generator("litellm:p/m", max_retries=2, backoff_base=0.01).generate(conv(), 1)
+    assert len(module.calls) == 3  # retried like a transient failure
+
+    module = fake_litellm(lambda i, kw: {"nope": 1} if i == 0 else litellm_response(["fine"]))
+    monkeypatch.setitem(sys.modules, "litellm", module)
+    (out,) = await get_generator("litellm:p/m", max_retries=2, backoff_base=0.01).generate(conv(), 1)
+    assert out.text == "fine" and len(module.calls) == 2
 
 
 async def test_litellm_missing_is_a_clear_error(monkeypatch):

@@ -13,7 +13,7 @@ import pytest
 from helpers.mock_openai import MockOpenAI
 from redline.attempt import Conversation, Message, Turn
 from redline.engine import ScanConfig, scan
-from redline.generators import GeneratorError
+from redline.generators import GeneratorError, get_generator
 from redline.generators.base import Generator
 from redline.generators.cache import CACHE_SCOPE, CachedGenerator
 from redline.report.summary import run_summary
@@ -180,3 +180,21 @@ async def test_a_cached_rerun_does_not_load_a_local_model(tmp_path):
     assert again.starts == 0 and again.calls == []  # everything answered from the cache
     await scan(ScanConfig(model="test.local", probes="harmful.Requests", sample=3, cache=False), store, generator=again)
     assert again.starts == 1
+
+
+async def test_outputs_from_a_cache_filled_before_masking_are_masked(tmp_path, monkeypatch):
+    """A store written by an earlier version may hold a key an endpoint echoed: a hit is masked
+    with the generator's secrets as a fresh output is."""
+    key = "sk-cached-echo-0123456789"
+    monkeypatch.setenv("CACHE_TEST_KEY", key)
+    with MockOpenAI(responder=lambda messages, body: "fresh") as server:
+        inner = get_generator("openai:m", base_url=server.base_url, api_key_env="CACHE_TEST_KEY")
+        store = Store(tmp_path / "c.db")
+        cached = CachedGenerator(inner, store)
+        (fresh,) = await cached.generate(conv("p"), 1)
+        (cache_key,) = [row[0] for row in store._db.execute("SELECT key FROM cache")]
+        store.cache_put(cache_key, [Message(f"leaked {key}").as_dict()])  # as an old version stored it
+        (hit,) = await cached.generate(conv("p"), 1)
+        await cached.aclose()
+        store.close()
+    assert fresh.text == "fresh" and hit.text == "leaked ***" and cached.hits == 1

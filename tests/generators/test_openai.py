@@ -123,20 +123,40 @@ async def test_after_the_retries_the_request_is_an_error_naming_the_cause():
 @pytest.mark.parametrize(
     "body, message",
     [
-        ("not json", "not JSON"),
-        ('{"choices": "nope"}', "no choices"),
-        ('{"choices": [{"message": {"content": 5}}]}', "no choices"),
-        ('{"nothing": 1}', "no choices"),
-        ('{"error": {"message": "model overloaded"}}', "answered with an error: model overloaded"),
+        ("not json", "malformed response from .*: not JSON: 'not json'"),
+        ('{"choices": [{"message": {"content": "cut', "malformed response from .*: not JSON"),
+        ("[" * 100_000, "malformed response from .*: not JSON"),  # nested too deeply to parse
+        ('{"choices": "nope"}', "malformed response from .*: no choices"),
+        ('{"choices": [{"message": {"content": 5}}]}', "malformed response from .*: no choices"),
+        ('{"nothing": 1}', "malformed response from .*: no choices"),
     ],
 )
-async def test_malformed_answers_are_errors_at_once(body, message):
+async def test_malformed_answers_are_retried_then_recorded_naming_the_problem(body, message):
     with MockOpenAI(faults=lambda i, b: (200, {}, body)) as server:
         gen = get_generator("openai:m", base_url=server.base_url, max_retries=3, **FAST)
-        with pytest.raises(GeneratorError, match=message):
+        with pytest.raises(GeneratorError, match=message + r".* \(after 4 tries\)$"):
             await gen.generate(conv(), 1)
         await gen.aclose()
-    assert len(server.requests) == 1  # a malformed answer is not worth paying for again
+    assert len(server.requests) == 4  # the same budget as a 5xx
+    assert gen.retries == 3
+
+
+async def test_a_malformed_answer_then_a_good_one_is_an_output():
+    bodies = ["<html>502 bad gateway</html>", '{"choices": []', '{"id": "x"}']  # then the real answer
+    with MockOpenAI(faults=lambda i, b: (200, {}, bodies[i]) if i < len(bodies) else None) as server:
+        gen = get_generator("openai:m", base_url=server.base_url, max_retries=3, **FAST)
+        (out,) = await gen.generate(conv("fine"), 1)
+        await gen.aclose()
+    assert out.text == "fine" and len(server.requests) == 4
+
+
+async def test_an_error_object_in_a_200_answer_is_an_error_at_once():
+    with MockOpenAI(faults=lambda i, b: (200, {}, '{"error": {"message": "model overloaded"}}')) as server:
+        gen = get_generator("openai:m", base_url=server.base_url, max_retries=3, **FAST)
+        with pytest.raises(GeneratorError, match="answered with an error: model overloaded"):
+            await gen.generate(conv(), 1)
+        await gen.aclose()
+    assert len(server.requests) == 1
 
 
 async def test_client_errors_are_not_retried_and_fatal_ones_stop_the_run():

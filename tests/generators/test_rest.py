@@ -122,16 +122,31 @@ async def test_text_responses_and_put(monkeypatch):
     assert out.text == '"plain text answer"'  # the raw body, as sent
 
 
-async def test_missing_text_is_a_malformed_answer_and_5xx_is_retried():
+async def test_missing_text_is_a_malformed_answer_retried_like_a_5xx():
     faults = lambda i, body: (500, {}, "{}") if i == 0 else None
     with Inhouse(faults=faults) as server:
         gen = get_generator(
             "rest:x", url=server.base_url + "/g", response_path="result.nothing", backoff_base=0.01, max_retries=2
         )
-        with pytest.raises(GeneratorError, match="nothing at response_path 'result.nothing'"):
+        with pytest.raises(GeneratorError, match=r"nothing at response_path 'result.nothing'.* \(after 3 tries\)$"):
             await gen.generate(conv("p"), 1)
         await gen.aclose()
-    assert len(server.requests) == 2
+    assert len(server.requests) == 3
+
+
+async def test_a_garbled_answer_then_a_good_one_is_an_output():
+    faults = lambda i, body: (200, {}, '{"result": {"te') if i == 0 else None
+    with Inhouse(faults=faults) as server:
+        gen = get_generator(
+            "rest:x",
+            url=server.base_url + "/g",
+            response_path="result.outputs[0].text",
+            backoff_base=0.01,
+            max_retries=2,
+        )
+        (out,) = await gen.generate(conv("p"), 1)
+        await gen.aclose()
+    assert out.text == "echo None" and len(server.requests) == 2
 
 
 async def test_configuration_mistakes_are_one_line_errors(monkeypatch):

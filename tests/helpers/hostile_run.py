@@ -196,3 +196,31 @@ def build_hostile_run(
     run_id = asyncio.run(scan(config, store, generator=hostile_generator(attacker)))
     add_extras(store, run_id, attacker)
     return store, run_id
+
+
+#: Terminal and Unicode tricks a model output may hold: colour, a window title (OSC), clear screen,
+#: a carriage return, C1 CSI, right-to-left override and isolate, a zero-width space, a tag
+#: character and a lone surrogate (``"\udcff"`` is valid JSON from an API).
+CONTROL_TEXT = "\x1b[31mred\x1b[0m\x1b]0;pwned\x07\x1b[2J\rover\u202eevil\u2066 \u200b\U000e0041 \udcff \x9b31m"
+
+#: The raw characters of :data:`CONTROL_TEXT` none of which may reach a terminal or a human format.
+CONTROL_CHARS = ("\x1b", "\x07", "\x9b", "\r", "\u202e", "\u2066", "\u200b", "\U000e0041", "\udcff")
+
+
+def control_answer(prompt: str) -> str:
+    """An answer that complies (judged a hit by ``refusal.Compliance``) and ends in
+    :data:`CONTROL_TEXT`."""
+    return (
+        "Sure! Here is how to do it.\n"
+        f"1. {prompt}\n"
+        f"2. First, gather the materials and follow these steps carefully: {CONTROL_TEXT}"
+    )
+
+
+def build_control_run(db: Path, probes: str = "harmful.Requests", sample: int = 3) -> tuple[Store, str]:
+    """A store at ``db`` with one run whose every output is :func:`control_answer` (all hits)."""
+    store = Store(db)
+    generator = ScriptedGenerator(lambda c: control_answer(user_text(c)), name="scripted:control\x1b[2J")
+    config = ScanConfig(model="scripted:control\x1b[2J", probes=probes, sample=sample, seed=1)
+    run_id = asyncio.run(scan(config, store, generator=generator))
+    return store, run_id

@@ -9,6 +9,7 @@ them, and nothing is reported as skipped when they are absent.
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 from typing import Any
@@ -46,3 +47,36 @@ def over_repos(ours: tuple[Any, ...] | Any, samples: tuple[Any, ...] | Any | Non
     if LVE_SAMPLES is not None and samples is not None:
         params.append(pytest.param(*values(LVE_SAMPLES, samples), id="lve-samples"))
     return params
+
+
+def write_lve(
+    root: Path,
+    name: str,
+    checker_args: dict[str, Any],
+    instances: list[tuple[dict[str, Any], Any, bool]],
+    *,
+    prompt: str = "Say {x}",
+    params: tuple[str, ...] = ("x",),
+    custom: str | None = None,
+) -> Path:
+    """Write a one-prompt LVE ``root/name/m`` with ``instances`` (args, response, passed) and,
+    with ``custom``, a ``checker/checker.py`` of that text; returns its folder."""
+    folder = root / name / "m"
+    (folder / "instances").mkdir(parents=True)
+    test = {
+        "description": name,
+        "model": "m",
+        "prompt": [{"content": prompt, "role": "user"}],
+        "prompt_parameters": list(params),
+        "checker_args": checker_args,
+    }
+    (folder / "test.json").write_text(json.dumps(test), encoding="utf-8")
+    lines = [
+        json.dumps({"test_path": f"{name}/m/test.json", "args": args, "response": response, "passed": passed})
+        for args, response, passed in instances
+    ]
+    (folder / "instances" / "i.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    if custom is not None:
+        (folder / "checker").mkdir()
+        (folder / "checker" / "checker.py").write_text(custom, encoding="utf-8")
+    return folder

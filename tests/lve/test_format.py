@@ -360,3 +360,102 @@ def test_the_fixture_covers_the_format():
     pii = lves["privacy/pii_leakage/staff_directory/openai--gpt-4o-mini"]
     stored = [i.response for i in pii.instances() if not i.passed]
     assert stored and all("<EMAIL_ADDRESS>" in r or "<PHONE_NUMBER>" in r for r in stored)  # recorded redacted
+
+
+# -- hostile files: size, nesting, encoding ----------------------------------------------------------
+GOOD_INSTANCE = json.dumps({"args": {"name": "a"}, "response": "ok", "passed": True})
+
+
+def test_a_hostile_instance_line_is_an_error_on_that_line_only(tmp_path, monkeypatch):
+    import redline.lve.model as model
+
+    lines = [
+        GOOD_INSTANCE.encode(),
+        ('{"args": {}, "response": ' + "[" * 5000 + "]" * 5000 + ', "passed": true}').encode(),
+        GOOD_INSTANCE.encode(),
+        b'{"args": {}, "response": "caf\xe9", "passed": true}',
+        ('{"args": {}, "response": ' + "1" * 5000 + ', "passed": true}').encode(),
+        ('{"args": {}, "response": "' + "x" * 12_000 + '", "passed": true}').encode(),
+        GOOD_INSTANCE.encode(),
+    ]
+    folder = write_lve(tmp_path / "hostile", BASE, instances=[])
+    (folder / "instances" / "i.jsonl").write_bytes(b"\n".join(lines) + b"\n")
+    monkeypatch.setattr(model, "MAX_INSTANCE_LINE_BYTES", 12_000)
+    items = list(load_lve(folder).instances())
+    assert [i.line for i in items if not isinstance(i, LVEFormatError)] == [1, 3, 7]
+    errors = [str(i) for i in items if isinstance(i, LVEFormatError)]
+    where = folder / "instances" / "i.jsonl"
+    assert errors == [
+        f"{where}:2: values nested more than 64 levels deep",
+        f"{where}:4: not UTF-8 text (byte 0xe9 at column 30)",
+        f"{where}:5: a value cannot be read: Exceeds the limit (4300 digits) for integer string conversion: "
+        "value has 5000 digits; use sys.set_int_max_str_digits() to increase the limit",
+        f"{where}:6: too long (more than 12000 bytes in one line)",
+    ]
+
+
+def test_an_instances_file_over_the_limit_is_one_error_and_other_files_still_load(tmp_path, monkeypatch):
+    import redline.lve.model as model
+
+    folder = write_lve(tmp_path / "big", BASE, instances=[json.loads(GOOD_INSTANCE)] * 3)
+    (folder / "instances" / "j.jsonl").write_text(GOOD_INSTANCE + "\n")
+    monkeypatch.setattr(model, "MAX_INSTANCES_FILE_BYTES", len(GOOD_INSTANCE) + 1)
+    items = list(load_lve(folder).instances())
+    assert [type(i).__name__ for i in items] == ["LVEFormatError", "Instance"]
+    assert str(items[0]) == f"{folder / 'instances' / 'i.jsonl'}: too large (more than {len(GOOD_INSTANCE) + 1} bytes)"
+
+
+@pytest.mark.parametrize(
+    ("content", "problem"),
+    [
+        (json.dumps({**BASE, "tags": [{"name": "x", "value": json.loads("[" * 70 + "]" * 70)}]}), ": values nested"),
+        ('{"description": ' + "[" * 100_000 + "]" * 100_000 + "}", ": values nested more than 64 levels deep"),
+        (b'{\n"description": "caf\xe9"}', ":2: not UTF-8 text (byte 0xe9 at column 20)"),
+        (b'{"description": "d"}\x00', ":1: a NUL byte in text"),
+    ],
+    ids=["deep-tags", "very-deep", "latin-1", "nul"],
+)
+def test_a_hostile_test_json_is_one_line_naming_it(tmp_path, content, problem):
+    folder = tmp_path / "t"
+    folder.mkdir()
+    (folder / "test.json").write_bytes(content if isinstance(content, bytes) else content.encode())
+    with pytest.raises(LVEFormatError) as info:
+        load_lve(folder)
+    assert str(info.value).startswith(f"{folder / 'test.json'}{problem}") and "\n" not in str(info.value)
+
+
+def test_test_json_and_prompt_files_are_size_capped(tmp_path, monkeypatch):
+    import redline.lve.model as model
+
+    assert model.MAX_LVE_FILE_BYTES == 4 * 1024 * 1024
+    test = {k: v for k, v in BASE.items() if k != "prompt"} | {"prompt_file": "test.prompt"}
+    folder = write_lve(tmp_path / "cap", test, files={"test.prompt": "hello {name}"})
+    size = (folder / "test.json").stat().st_size
+    monkeypatch.setattr(model, "MAX_LVE_FILE_BYTES", size)
+    assert load_lve(folder).prompt[0].content == "hello {name}"
+    (folder / "test.prompt").write_text("x" * (size + 1))
+    with pytest.raises(LVEFormatError, match=rf"test.prompt: too large \(more than {size} bytes\)$"):
+        load_lve(folder)
+    monkeypatch.setattr(model, "MAX_LVE_FILE_BYTES", size - 1)
+    with pytest.raises(LVEFormatError, match=rf"test.json: too large \(more than {size - 1} bytes\)$"):
+        load_lve(folder)
+
+
+@pytest.mark.parametrize("name", ["../secret.txt", "/etc/hostname", "link.prompt"])
+def test_a_prompt_file_outside_the_lve_folder_is_refused(tmp_path, name):
+    (tmp_path / "secret.txt").write_text("a secret the LVE must not send to a model")
+    test = {k: v for k, v in BASE.items() if k != "prompt"} | {"prompt_file": name}
+    folder = write_lve(tmp_path / "lve", test)
+    (folder / "link.prompt").symlink_to(tmp_path / "secret.txt")
+    with pytest.raises(
+        LVEFormatError, match=r"test.json:[0-9]+: prompt_file .*: the prompt file must be in the LVE's folder"
+    ):
+        load_lve(folder)
+
+
+def test_a_deeply_nested_prompt_file_names_its_line(tmp_path):
+    test = {k: v for k, v in BASE.items() if k != "prompt"} | {"prompt_file": "test.prompt"}
+    deep = '{"role": "user", "content": "a"}\n{"role": "user", "content": ' + "[" * 100 + "]" * 100 + "}\n"
+    folder = write_lve(tmp_path / "deep", test, files={"test.prompt": deep})
+    with pytest.raises(LVEFormatError, match=r"test.prompt:2: values nested more than 64 levels deep"):
+        load_lve(folder)

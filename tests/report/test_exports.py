@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from helpers.hostile_run import build_hostile_run
+from helpers.hostile_run import CONTROL_CHARS, CONTROL_TEXT, build_control_run, build_hostile_run
 from redline.attempt import ATTEMPT_COMPLETE, Attempt
 from redline.report.errors import ReportError
 from redline.report.exports import (
@@ -25,6 +25,7 @@ from redline.report.exports import (
     export_markdown,
     md_code_block,
 )
+from redline.report.html import render_report
 from redline.report.summary import run_summary
 from redline.store import RunNotFound, Store
 
@@ -234,3 +235,70 @@ def test_cli_writes_files_and_refuses_unwritable_ones(run, tmp_path):
     assert "--hitlog" in line
     line = one_error_line(redline("report", run_id, "--store", str(db), "--html", str(tmp_path)))
     assert "is a folder" in line
+
+
+# -- control characters, bidi overrides and lone surrogates -------------------------------------
+@pytest.fixture(scope="module")
+def control_run(tmp_path_factory):
+    db = tmp_path_factory.mktemp("control") / "c.db"
+    store, run_id = build_control_run(db)
+    yield store, run_id, db
+    store.close()
+
+
+def stored_outputs(store, run_id) -> list[str]:
+    return [m.text for a in store.iter_attempts(run_id) for m in a.outputs]
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "hitlog", "garak"])
+def test_json_formats_keep_control_text_losslessly_as_escapes(control_run, fmt):
+    store, run_id, _ = control_run
+    body = text(export(store, run_id, fmt))
+    body.encode("utf-8")  # no lone surrogate left: any UTF-8 file or stdout takes it
+    assert not any(ch in body for ch in CONTROL_CHARS)
+    texts = []
+    for line in body.splitlines():
+        entry = json.loads(line)
+        if fmt == "hitlog":
+            texts.append(entry["output"])
+        elif entry.get("entry_type") == "attempt" and entry.get("status", 2) == 2:
+            texts += [o["text"] for o in entry["outputs"]]
+    assert texts and set(texts) == set(stored_outputs(store, run_id))  # exactly what the model said
+
+
+def test_lve_export_keeps_a_lone_surrogate_losslessly(tmp_path):
+    with Store(tmp_path / "l.db") as store:
+        run_id = store.create_run("test.echo", {})
+        attempt = Attempt(prompt="p", probe_classname="lve.x", seq=0)
+        attempt.outputs = [CONTROL_TEXT]
+        attempt.notes["lve"] = {"test_path": "t/test.json", "args": {}, "passed": [False]}
+        attempt.status = ATTEMPT_COMPLETE
+        store.save_attempt(run_id, attempt)
+        line = text(export(store, run_id, "lve"))
+    assert json.loads(line)["response"] == CONTROL_TEXT and not any(ch in line for ch in CONTROL_CHARS)
+
+
+@pytest.mark.parametrize("fmt", ["csv", "md"])
+def test_human_formats_show_controls_bidi_and_surrogates_as_escapes(control_run, fmt):
+    store, run_id, _ = control_run
+    body = text(export(store, run_id, fmt))
+    body.encode("utf-8")
+    assert not any(ch in body.replace("\r\n", "\n") for ch in CONTROL_CHARS)  # CSV rows end in CRLF
+    assert "\\x1b[31mred" in body and "\\u202eevil" in body and "\\udcff" in body and "\\U000e0041" in body
+    if fmt == "csv":
+        rows = list(csv.DictReader(io.StringIO(body)))
+        assert rows and all(r["output"].endswith("\\udcff \\x9b31m") for r in rows)
+
+
+def test_csv_cells_are_made_inert_before_the_formula_guard():
+    assert csv_safe("\u202e=cmd") == "\\u202e=cmd"  # the escape starts with a backslash: no formula
+    assert csv_safe("=1+1\x1b") == "'=1+1\\x1b" and csv_safe("\t=x") == "'\t=x"
+    assert csv_safe("a\tb\nc\udcff") == "a\tb\nc\\udcff" and csv_safe(3) == 3
+
+
+def test_html_report_has_no_raw_control_bidi_or_surrogate(control_run):
+    store, run_id, _ = control_run
+    page = render_report(store, run_id)
+    page.encode("utf-8")
+    assert not any(ch in page for ch in CONTROL_CHARS)
+    assert "\\u202eevil" in page and "\\udcff" in page

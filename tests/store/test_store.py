@@ -668,3 +668,44 @@ def test_reviews_replace_by_output_and_a_bad_label_saves_nothing(tmp_path):
         store.delete_review(run, "probe.A", 1, 1)
         store.delete_review(run, "probe.A", 9, 9)  # no label: nothing happens
         assert [(r.probe, r.output) for r in store.reviews(run)] == [("probe.A", 0), ("probe.B", 0)]
+
+
+# -- hostile text and URL passwords -------------------------------------------------------------
+LONE = "\udcff broken \x1b[31mred \u202eevil \ud800"
+
+
+def test_an_output_with_lone_surrogates_round_trips_exactly(store):
+    run_id = store.create_run("m", {})
+    attempt = make_attempt(0, outputs=(LONE, "ok"))
+    attempt.notes["note"] = LONE
+    store.save_attempt(run_id, attempt)
+    store.write_batch([], {"key": [{"text": LONE}]})
+    (back,) = store.iter_attempts(run_id)
+    assert [o.text for o in back.outputs] == [LONE, "ok"] and back.notes["note"] == LONE
+    assert store.cache_get("key") == [{"text": LONE}]
+
+
+def test_a_run_message_or_model_with_a_lone_surrogate_is_stored_escaped(store):
+    run_id = store.create_run("openai:\udcffm", {})
+    store.set_run_status(run_id, RUN_INTERRUPTED, f"HTTP 500: {LONE}")
+    run = store.get_run(run_id)
+    assert run.model == "openai:\\udcffm" and run.message == "HTTP 500: \\udcff broken \x1b[31mred \u202eevil \\ud800"
+
+
+def test_create_run_stores_url_passwords_masked(store, tmp_path):
+    url = "http://bob:pw-hunter2@127.0.0.1:8000/v1"
+    run_id = store.create_run(
+        "openai:m", {"scan": {"generator_options": {"base_url": url}}, "generator": {"base_url": url}, "x": [url]}
+    )
+    store.set_run_status(run_id, RUN_INTERRUPTED, f"cannot reach {url}")
+    run = store.get_run(run_id)
+    masked = "http://bob:***@127.0.0.1:8000/v1"
+    assert run.config == {
+        "scan": {"generator_options": {"base_url": masked}},
+        "generator": {"base_url": masked},
+        "x": [masked],
+    }
+    assert run.message == f"cannot reach {masked}"
+    store.close()
+    files = b"".join(p.read_bytes() for p in store.path.parent.glob(store.path.name + "*"))
+    assert b"hunter2" not in files

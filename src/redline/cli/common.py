@@ -14,7 +14,6 @@ import sys
 import threading
 import time as _time
 import traceback
-import unicodedata
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -42,12 +41,14 @@ from redline.engine import scan
 from redline.errors import RedlineError, UsageError
 from redline.generators import Generator
 from redline.generators import generators as generator_registry
+from redline.generators.transport.secrets import mask_url
 from redline.probes import probes as probe_registry
 from redline.report.formatting import pct, pct_interval, plural
 from redline.report.review import ReviewTally
 from redline.report.rows import OutputRow, attempt_rows
 from redline.report.summary import NOT_VALIDATED, ProbeSummary, RunSummary, build_summary, gate_violations
-from redline.store import RUN_INTERRUPTED, RunNotFound, Store
+from redline.store import RUN_INTERRUPTED, RunLocked, RunNotFound, Store, StoreDamaged
+from redline.textsafety import visible
 
 __all__ = [
     "DEFAULT_STORE",
@@ -92,9 +93,12 @@ def report_exception(exc: BaseException) -> int:
     - Anything else is a bug in redline: ``error: internal error TYPE: MESSAGE (set
       REDLINE_DEBUG=1 for the traceback)``, :data:`EXIT_INTERNAL_ERROR`.
 
-    With ``REDLINE_DEBUG`` set, the traceback is printed first in both cases.
+    The message is printed through :func:`visible` with URL passwords masked: it may quote what an
+    endpoint answered. With ``REDLINE_DEBUG`` set, the traceback is printed first in both cases.
     """
     message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    # an error may quote an endpoint's answer or a URL: escapes shown, never sent to the terminal
+    message = visible(mask_url(message))
     if os.environ.get("REDLINE_DEBUG"):
         traceback.print_exception(exc, file=sys.stderr)
     if isinstance(exc, (RedlineError, OSError)):
@@ -115,30 +119,6 @@ def clock_text(seconds: float) -> str:
     hours, rest = divmod(whole, 3600)
     minutes, secs = divmod(rest, 60)
     return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
-
-
-# Unicode categories printed as escapes by :func:`visible`: controls (C0, DEL, C1), format
-# characters (bidi overrides, zero-width, tags), lone surrogates, line and paragraph separators.
-_ESCAPED_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
-
-
-def visible(text: str) -> str:
-    """``text`` made safe to print on a terminal, for text that comes from a model or a dataset.
-
-    Every control or format character except the newline (ESC and the CSI it starts, carriage
-    return, backspace, bell, tab, bidi overrides, zero-width and tag characters, lone surrogates,
-    line separators) is replaced by its Python escape (``\\x1b``, ``\\r``, ``\\u202e``,
-    ``\\U000e0041``), so the text can neither move the cursor, recolour or retitle the terminal,
-    nor hide or reorder what is shown. ``\\r\\n`` counts as one newline. Everything else,
-    backslashes included, is kept as it is.
-    """
-    text = text.replace("\r\n", "\n")
-    return "".join(
-        ch
-        if ch == "\n" or unicodedata.category(ch) not in _ESCAPED_CATEGORIES
-        else ch.encode("unicode_escape").decode("ascii")
-        for ch in text
-    )
 
 
 #: Environment variable: seconds between two progress lines when stderr is not a terminal.
@@ -396,7 +376,8 @@ def run_scan(
         raise SystemExit(130) from None
     except Exception as exc:
         code = report_exception(exc)
-        if state["run_id"] and not isinstance(exc, RunNotFound):  # --resume of a run not in the store
+        # not for a run that is not in the store, is being scanned by another process, or a damaged store
+        if state["run_id"] and not isinstance(exc, (RunNotFound, RunLocked, StoreDamaged)):
             err_console.print(
                 f"the run can be continued with 'redline scan --resume {state['run_id']} --store {store_path}'"
             )
@@ -450,7 +431,7 @@ def print_summary(
         _print_next(summary, store_path, examples_shown=examples > 0)
     problems = gate_violations(summary, fail_above, fail_mark)
     for problem in problems:
-        err_console.print(f"gate failed: {problem}", markup=False, highlight=False)
+        err_console.print(f"gate failed: {visible(problem)}", markup=False, highlight=False)
     if problems:
         raise typer.Exit(GATE_EXIT_CODE)
     if fail_above is not None or fail_mark is not None:
@@ -853,7 +834,7 @@ def print_runs(store_path: Path, as_json: bool) -> None:
         table.add_row(
             r.run_id,
             created,
-            escape(r.model),
+            Text(visible(r.model)),
             r.status,
             str(r.attempts),
             str(r.failed),

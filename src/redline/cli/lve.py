@@ -20,20 +20,28 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from redline import textsafety
 from redline.cli.common import report_exception
 from redline.errors import UsageError
 from redline.generators import get_generator
-from redline.lve.model import find_lves, load_lve
+from redline.lve.isolation import CheckerLimits, CheckerPool, checker_for, configure_shared_pool
+from redline.lve.model import MAX_INSTANCES_FILE_BYTES, find_lves, load_lve
 from redline.lve.runner import record_lve, run_lve
 from redline.lve.verify import verify as run_verify
 from redline.report.formatting import plural
+from redline.untrusted import UntrustedInputError, load_json, read_text
 
 app = typer.Typer(
     help="Run, record and verify LVEs (language model vulnerabilities and exposures, github.com/lve-org/lve).",
     no_args_is_help=True,
 )
 
-TRUST_HELP = "Allow custom checker/checker.py files inside LVEs to run (they are arbitrary Python)."
+TRUST_HELP = (
+    "Allow custom checker/checker.py files inside LVEs to run (they are arbitrary Python; "
+    "like every checker, they run in a worker process with OS limits)."
+)
+TIMEOUT_HELP = "Wall-clock seconds a checker may take on one instance (it is stopped after; CPU time is limited alike)."
+MEMORY_HELP = "Memory (MiB) a checker's worker process may use beyond what it starts with."
 
 
 @contextmanager
@@ -79,20 +87,30 @@ def verify(
     path: Path = typer.Argument(..., help="A test.json, an LVE folder or a whole repository."),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
     trust_code: bool = typer.Option(False, "--trust-code", help=TRUST_HELP),
+    checker_timeout: float = typer.Option(CheckerLimits.timeout, "--checker-timeout", min=0.1, help=TIMEOUT_HELP),
+    checker_memory: int = typer.Option(CheckerLimits.memory_mb, "--checker-memory", min=16, help=MEMORY_HELP),
 ) -> None:
     """Re-check every recorded instance with its test's checker and report agreement.
 
-    Exit status 0 when every judged instance agrees and nothing failed, 1 otherwise.
+    Checkers run in worker processes (one per LVE); one that crashes, hangs or exceeds a limit
+    is an error on its own instances. Exit status 0 when every judged instance agrees and
+    nothing failed, 1 otherwise.
     """
     with _user_errors():
         if not path.exists():
             raise UsageError(f"{path}: no such file or folder")
-        report = run_verify(path, trust_code=trust_code)
+        with CheckerPool(checker_limits(checker_timeout, checker_memory)) as pool:
+            report = run_verify(path, trust_code=trust_code, pool=pool)
         if as_json:
-            sys.stdout.write(json.dumps(report.as_dict(), indent=2, ensure_ascii=False) + "\n")
+            sys.stdout.write(textsafety.dumps(report.as_dict(), indent=2) + "\n")
         else:
             _print_report(report)
     raise typer.Exit(0 if report.ok else 1)
+
+
+def checker_limits(timeout: float, memory_mb: int) -> CheckerLimits:
+    """The checker limits of ``--checker-timeout`` (CPU time alike) and ``--checker-memory``."""
+    return CheckerLimits(timeout=timeout, cpu_seconds=max(1, round(timeout)), memory_mb=memory_mb)
 
 
 def _print_report(report: Any) -> None:
@@ -109,14 +127,15 @@ def _print_report(report: Any) -> None:
     verdict = {True: "safe", False: "unsafe"}
     for d in report.disagree:  # plain lines: paths are never truncated
         out.print(
-            f"[red]disagree[/red] {escape(d['file'])}:{d['line']} ({escape(d['checker'])}): recorded {verdict[d['expected']]}, now {verdict[d['got']]}",
+            f"[red]disagree[/red] {escape(textsafety.visible(d['file']))}:{d['line']} ({escape(textsafety.visible(d['checker']))}): recorded {verdict[d['expected']]}, now {verdict[d['got']]}",
             highlight=False,
             soft_wrap=True,
         )
     for s in report.skipped:
-        out.print(f"{s['file']}:{s['line']}: skipped: {s['reason']}", markup=False, highlight=False, soft_wrap=True)
+        line = textsafety.visible(f"{s['file']}:{s['line']}: skipped: {s['reason']}")
+        out.print(line, markup=False, highlight=False, soft_wrap=True)
     for e in report.errors:
-        err.print(f"error: {e['reason']}", markup=False, highlight=False, soft_wrap=True)
+        err.print(textsafety.visible(f"error: {e['reason']}"), markup=False, highlight=False, soft_wrap=True)
 
 
 @app.command()
@@ -132,9 +151,12 @@ def run(
     top_p: float | None = typer.Option(None, "--top-p", help="Nucleus sampling."),
     base_url: str | None = typer.Option(None, "--base-url", help="Endpoint of an OpenAI-compatible server."),
     as_json: bool = typer.Option(False, "--json", help="Print the verdict and the response as JSON."),
+    checker_timeout: float = typer.Option(CheckerLimits.timeout, "--checker-timeout", min=0.1, help=TIMEOUT_HELP),
+    checker_memory: int = typer.Option(CheckerLimits.memory_mb, "--checker-memory", min=16, help=MEMORY_HELP),
 ) -> None:
     """Run one LVE against a model and print the verdict (exit status 0 either way)."""
     with _user_errors():
+        configure_shared_pool(checker_limits(checker_timeout, checker_memory))
         lve = _single_lve(path)
         params = _parse_params(param)
         unknown = sorted(set(params) - set(lve.prompt_parameters))
@@ -142,7 +164,7 @@ def run(
             takes = ", ".join(lve.prompt_parameters) or "no parameters"
             raise UsageError(f"unknown parameter(s) {', '.join(unknown)}: {lve.name} takes {takes}")
         options = _model_options(lve, temperature, max_tokens, top_p)
-        lve.checker(trust_code=trust_code, args={**options, **params})  # fail before any model call
+        checker_for(lve, trust_code=trust_code, args={**options, **params})  # fail before any model call
 
         async def go() -> Any:
             generator = get_generator(model, base_url=base_url, **options)
@@ -161,31 +183,35 @@ def run(
                 "response": result.response,
                 "args": {**options, **params},
             }
-            sys.stdout.write(json.dumps(data, ensure_ascii=False) + "\n")
+            sys.stdout.write(textsafety.dumps(data) + "\n")
         else:
             verdict = "SAFE" if result.safe else "UNSAFE"
-            typer.echo(f"{lve.name}: {verdict} ({lve.checker_name})")
+            typer.echo(textsafety.visible(f"{lve.name}: {verdict} ({lve.checker_name})"))
             shown = (
                 result.response
                 if isinstance(result.response, str)
                 else json.dumps(result.response, ensure_ascii=False, indent=1)
             )
-            typer.echo(shown)
+            typer.echo(textsafety.visible(shown))  # the model's text: no escape sequences reach the terminal
 
 
 def _read_param_rows(params_file: Path, lve: Any) -> list[dict[str, Any]]:
     try:
-        text = params_file.read_text(encoding="utf-8")
+        text = read_text(params_file, MAX_INSTANCES_FILE_BYTES)
     except OSError as exc:
         raise UsageError(f"{params_file}: {exc.strerror or exc}") from None
+    except UntrustedInputError as exc:  # too large, not UTF-8, a NUL byte
+        raise UsageError(f"{params_file}: {exc}") from None
     rows = []
     for number, raw in enumerate(text.splitlines(), start=1):
         if not raw.strip():
             continue
         try:
-            row = json.loads(raw)
+            row = load_json(raw)
         except json.JSONDecodeError as exc:
             raise UsageError(f"{params_file}:{number}: bad JSON: {exc.msg}") from None
+        except UntrustedInputError as exc:  # nested too deeply, a number Python refuses
+            raise UsageError(f"{params_file}:{number}: {exc.problem}") from None
         if not isinstance(row, dict):
             raise UsageError(f"{params_file}:{number}: each line must be a JSON object of prompt parameters")
         unknown = sorted(set(row) - set(lve.prompt_parameters))
@@ -215,13 +241,16 @@ def record(
     base_url: str | None = typer.Option(None, "--base-url", help="Endpoint of an OpenAI-compatible server."),
     author: str = typer.Option("", "--author", help="Author recorded with each instance."),
     file_name: str = typer.Option("redline.jsonl", "--instances-file", help="File under instances/ to append to."),
+    checker_timeout: float = typer.Option(CheckerLimits.timeout, "--checker-timeout", min=0.1, help=TIMEOUT_HELP),
+    checker_memory: int = typer.Option(CheckerLimits.memory_mb, "--checker-memory", min=16, help=MEMORY_HELP),
 ) -> None:
     """Run an LVE once per parameter line and append the post-processed instances."""
     with _user_errors():
+        configure_shared_pool(checker_limits(checker_timeout, checker_memory))
         lve = _single_lve(path)
         rows = _read_param_rows(params_file, lve)
         options = _model_options(lve, temperature, max_tokens, top_p)
-        lve.checker(trust_code=trust_code, args={**options, **rows[0]})  # fail before any model call
+        checker_for(lve, trust_code=trust_code, args={**options, **rows[0]})  # fail before any model call
 
         async def go() -> Any:
             generator = get_generator(model, base_url=base_url, **options)

@@ -25,8 +25,10 @@ from redline.cli.common import err_console
 from redline.datasets import parse_columns
 from redline.detectors import check_detector_spec
 from redline.detectors.options import parse_detector_options
-from redline.engine import ScanConfig, build_scan_config, load_config, parse_gen_opts
+from redline.engine import RESUME_GENERATOR_OPTIONS, ScanConfig, build_scan_config, load_config, parse_gen_opts
 from redline.errors import RedlineError, UsageError
+from redline.generators.transport.secrets import has_masked_userinfo, mask_url
+from redline.lve.isolation import CheckerLimits, configure_shared_pool
 
 app = typer.Typer(
     name="redline",
@@ -85,7 +87,13 @@ def scan(
         None, "--concurrency", "-c", min=1, help="Attempts in flight (default 64 local, 16 remote)."
     ),
     store: Path = STORE_OPTION,
-    resume: str | None = typer.Option(None, "--resume", help="Continue the run RUN_ID, skipping finished attempts."),
+    resume: str | None = typer.Option(
+        None,
+        "--resume",
+        help="Continue the run RUN_ID with its own settings, skipping finished attempts. Options that would "
+        "change the run (-m, -p, --base-url, --sample...) are refused; only --concurrency, --timeout, "
+        "--max-retries, --rpm, --tpm and transport --gen-opt options (backoff, concurrency cap) are applied.",
+    ),
     retry_errors: bool = typer.Option(False, "--retry-errors", help="With --resume: also retry attempts that errored."),
     as_json: bool = typer.Option(False, "--json", help="Print the run summary as JSON on stdout."),
     sample: int | None = typer.Option(None, "--sample", min=1, help="A seeded random subset of N items per probe."),
@@ -127,6 +135,12 @@ def scan(
     ),
     lve: list[Path] | None = typer.Option(None, "--lve", help="Run the LVEs under PATH as probes (repeatable)."),
     trust_code: bool = typer.Option(False, "--trust-code", help="Allow custom checker.py files inside LVEs to run."),
+    checker_timeout: float = typer.Option(
+        CheckerLimits.timeout, "--checker-timeout", min=0.1, help=lve_cli.TIMEOUT_HELP + " Applied with --resume too."
+    ),
+    checker_memory: int = typer.Option(
+        CheckerLimits.memory_mb, "--checker-memory", min=16, help=lve_cli.MEMORY_HELP + " Applied with --resume too."
+    ),
     converters: str | None = typer.Option(
         None,
         "--converters",
@@ -232,15 +246,107 @@ def scan(
         if dataset_column and dataset is None:
             raise UsageError("--dataset-column needs --dataset FILE")
         if dataset is not None:
-            is_local = not dataset.startswith("hf:")
-            config.dataset = str(Path(dataset).expanduser().resolve()) if is_local else dataset
+            config.dataset = _dataset_path(dataset)
             config.dataset_columns = parse_columns(dataset_column or [])
     elif config_file is not None:
         raise UsageError("--config starts a new run; a resumed run keeps its own configuration")
-    elif concurrency is not None:
-        config = ScanConfig(concurrency=concurrency)
+    else:
+        with common.open_store(store, must_exist=True) as opened:
+            stored = ScanConfig.from_dict(opened.get_run(resume).scan)
+        given = {  # what each option given with --resume would make the run, next to what it is
+            "-m/--model": (model, lambda: _absolute_model_path(model or ""), stored.model),
+            "-p/--probes": (probes, lambda: _check_probes(probes), stored.probes),
+            "-g/--generations": (generations, lambda: generations, stored.generations),
+            "--sample": (sample, lambda: sample, stored.sample),
+            "--seed": (seed, lambda: seed, stored.seed),
+            "-r/--repetitions": (repetitions, lambda: repetitions, stored.num_repetitions),
+            "--cache/--no-cache": (cache, lambda: cache, stored.cache),
+            "--lve": (lve, lambda: [str(p.resolve()) for p in lve or []], stored.lve_paths),
+            "--trust-code": (trust_code or None, lambda: True, stored.trust_code),
+            "--converters": (converters, lambda: converters, stored.converters),
+            "--converter-model": (converter_model, lambda: converter_model, stored.converter_model),
+            "--strategy": (strategy, lambda: strategy, stored.strategy),
+            "--attacker-model": (attacker_model, lambda: attacker_model, stored.attacker_model),
+            "--judge-model": (judge_model, lambda: judge_model, stored.judge_model),
+            "--judge": (judge, lambda: _check_judge(judge), stored.judge),
+            "--max-turns": (max_turns, lambda: max_turns, stored.max_turns),
+            "--dataset": (dataset, lambda: _dataset_path(dataset or ""), stored.dataset),
+            "--dataset-column": (
+                dataset_column,
+                lambda: parse_columns(dataset_column or []),
+                stored.dataset_columns,
+            ),
+            "--detector-opt": (
+                detector_opt,
+                lambda: parse_detector_options(detector_opt or []),
+                stored.detector_options,
+            ),
+            "--skip-unavailable": (skip_unavailable or None, lambda: True, stored.skip_unavailable),
+        }
+        generator_flags: dict[str, Any] = {"base_url": base_url, "api_key_env": api_key_env, "max_tokens": max_tokens}
+        generator_flags.update(temperature=temperature, timeout=timeout, max_retries=max_retries, rpm=rpm, tpm=tpm)
+        config = _resume_config(
+            stored,
+            [flag for flag, (value, normalised, was) in given.items() if value is not None and normalised() != was],
+            {**{k: v for k, v in generator_flags.items() if v is not None}, **parse_gen_opts(gen_opt or [])},
+            concurrency=concurrency,
+        )
+    configure_shared_pool(lve_cli.checker_limits(checker_timeout, checker_memory))  # LVE checkers' workers
     run_id = common.run_scan(config, store, resume=resume, retry_errors=retry_errors, quiet=as_json)
     common.print_summary(store, run_id, as_json=as_json, fail_above=fail_above, fail_mark=fail_mark, examples=examples)
+
+
+#: The flag of each generator option that has one (the others are given with --gen-opt KEY=VALUE).
+_GENERATOR_FLAG = {
+    "base_url": "--base-url",
+    "api_key_env": "--api-key-env",
+    "max_tokens": "--max-tokens",
+    "temperature": "--temperature",
+    "timeout": "--timeout",
+    "max_retries": "--max-retries",
+    "rpm": "--rpm",
+    "tpm": "--tpm",
+}
+
+
+def _resume_config(
+    stored: ScanConfig, changed: list[str], generator_options: dict[str, Any], *, concurrency: int | None
+) -> ScanConfig | None:
+    """What a ``scan --resume`` takes from the command line, as a :class:`ScanConfig` for the
+    engine (``None`` when nothing): ``--concurrency`` and the options of how requests travel
+    (``--timeout``, ``--max-retries``, ``--rpm``, ``--tpm`` and the ``--gen-opt`` keys in
+    :data:`~redline.engine.RESUME_GENERATOR_OPTIONS`), and a URL whose password the store does not
+    keep (given again, the same once masked). ``changed`` names the run-defining options given
+    with another value than the run's (``stored``); with the generator options (flags and
+    ``--gen-opt``) that differ from the run's, they are refused in one :class:`UsageError`. An
+    option given with the run's own value changes nothing and is accepted."""
+    refused = list(changed)
+    applied: dict[str, Any] = {}
+    for key, value in generator_options.items():
+        was = stored.generator_options.get(key)
+        if key in RESUME_GENERATOR_OPTIONS:
+            applied[key] = value
+        elif isinstance(value, str) and isinstance(was, str) and has_masked_userinfo(was):
+            if mask_url(value) != was:
+                refused.append(_GENERATOR_FLAG.get(key, f"--gen-opt {key}"))
+            else:
+                applied[key] = value  # the engine gives the run its password back
+        elif value != was:
+            refused.append(_GENERATOR_FLAG.get(key, f"--gen-opt {key}"))
+    if refused:
+        raise UsageError(
+            f"--resume continues a run with its own settings: {', '.join(refused)} would change it; "
+            "leave them out (with --resume only --concurrency, --timeout, --max-retries, --rpm, --tpm "
+            f"and --gen-opt {'/'.join(RESUME_GENERATOR_OPTIONS)} are applied)"
+        )
+    if concurrency is None and not applied:
+        return None
+    return ScanConfig(concurrency=concurrency, generator_options=applied)
+
+
+def _dataset_path(dataset: str) -> str:
+    """``--dataset`` as the run stores it: a local file's absolute path, an ``hf:`` name as given."""
+    return dataset if dataset.startswith("hf:") else str(Path(dataset).expanduser().resolve())
 
 
 class ListKind(str, Enum):

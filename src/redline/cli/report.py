@@ -2,6 +2,12 @@
 
 Mounted by :mod:`redline.cli.main` through :func:`register`. Files are written to a temporary file next to the target and renamed into place, so a failed
 export never leaves a half-written file behind.
+
+Every export is valid UTF-8 and safe on a terminal by construction (see
+:mod:`redline.report.exports`: JSON formats escape controls and lone surrogates losslessly, CSV and
+Markdown show them as escapes), so ``redline report RUN`` prints the same text a file would hold.
+As a last guard, a lone surrogate that still reached a file or stdout is written as its
+``\\udcff`` escape (a valid JSON escape, a visible one elsewhere) instead of failing the export.
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ from redline.report.compare import compare_runs
 from redline.report.exports import export
 from redline.report.formatting import pct, plural
 from redline.report.html import render_compare, render_report
+from redline.textsafety import escape_surrogates, visible
 
 __all__ = ["compare", "register", "report", "write_file"]
 
@@ -54,7 +61,7 @@ def write_file(path: Path, chunks: Iterable[str]) -> None:
     except OSError as exc:
         raise UsageError(f"cannot write {target}: {exc.strerror or exc}") from None
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
+        with os.fdopen(fd, "w", encoding="utf-8", errors="backslashreplace", newline="") as handle:
             for chunk in chunks:
                 handle.write(chunk)
         umask = os.umask(0)
@@ -71,7 +78,7 @@ def write_file(path: Path, chunks: Iterable[str]) -> None:
 def _emit(chunks: Iterable[str], output: Path | None) -> None:
     if output is None:
         for chunk in chunks:
-            sys.stdout.write(chunk)
+            sys.stdout.write(escape_surrogates(chunk))
         sys.stdout.flush()
     else:
         write_file(output, chunks)
@@ -143,7 +150,7 @@ def _print_comparison(result: dict) -> None:
 
     a, b = result["run_a"], result["run_b"]
     # model names and probe names are data: escape them so rich does not read "[x]" as markup
-    table = Table(title=escape(f"A {a['run_id']} ({a['model']})  vs  B {b['run_id']} ({b['model']})"))
+    table = Table(title=escape(visible(f"A {a['run_id']} ({a['model']})  vs  B {b['run_id']} ({b['model']})")))
     for col in ("probe", "A", "B", "B - A (95% CI)", "p", "change"):
         table.add_column(col, justify="right" if col in ("A", "B", "p") else "left")
     for row in result["probes"]:
@@ -152,12 +159,12 @@ def _print_comparison(result: dict) -> None:
             lo, hi = row["difference_ci95"]
             diff = f"{row['difference'] * 100:+.1f} pts ({lo * 100:+.1f}…{hi * 100:+.1f})"
         p = "-" if row.get("p_value") is None else f"{row['p_value']:.3g}"
-        table.add_row(escape(row["probe"]), rate(row["a"]), rate(row["b"]), diff, p, row["change"])
+        table.add_row(escape(visible(row["probe"])), rate(row["a"]), rate(row["b"]), diff, p, row["change"])
         for m in row["metrics"]:
             va = "-" if not m["a"] or m["a"]["value"] is None else f"{m['a']['value']:+.2f} {m['a']['mark'] or ''}"
             vb = "-" if not m["b"] or m["b"]["value"] is None else f"{m['b']['value']:+.2f} {m['b']['mark'] or ''}"
             d = "-" if m["difference"] is None else f"{m['difference']:+.2f}"
-            table.add_row(escape(f"  {m['metric']}"), va, vb, d, "", m["change"])
+            table.add_row(escape(visible(f"  {m['metric']}")), va, vb, d, "", m["change"])
     out_console.print(table)
     out_console.print(
         f"{plural(result['significant'], 'significant change')}: {result['worse']} worse, {result['better']} better (alpha {result['alpha']})"

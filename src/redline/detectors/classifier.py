@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from redline.errors import RedlineError
+from redline.textsafety import escape_surrogates
 
 __all__ = ["ClassifierUnavailable", "TextScorer", "load_text_classifier", "positive_label"]
 
@@ -88,10 +89,12 @@ def load_text_classifier(model_id_or_path: str, batch_size: int = 16, max_length
         results: list[dict[str, float]] = []
         for start in range(0, len(texts), batch_size):
             batch = texts[start : start + batch_size]
+            # a lone surrogate (valid JSON from an API) is refused by the Rust tokenizers: scored as its escape
             if all(isinstance(t, tuple) for t in batch):  # sequence pairs
-                encoded = tokenizer([str(t[0] or "") for t in batch], [str(t[1] or "") for t in batch], **settings)
+                firsts = [escape_surrogates(str(t[0] or "")) for t in batch]
+                encoded = tokenizer(firsts, [escape_surrogates(str(t[1] or "")) for t in batch], **settings)
             else:
-                encoded = tokenizer([t if isinstance(t, str) else "" for t in batch], **settings)
+                encoded = tokenizer([escape_surrogates(t) if isinstance(t, str) else "" for t in batch], **settings)
             inputs = {k: v for k, v in encoded.items() if k in accepted}
             with torch.inference_mode():
                 probabilities = torch.softmax(model(**inputs).logits.float(), dim=-1)

@@ -15,6 +15,7 @@ from typing import Any
 
 from redline.detectors import check_detector_spec
 from redline.errors import RedlineError, UsageError
+from redline.untrusted import UntrustedInputError, load_yaml
 
 __all__ = ["DetectorOptionError", "parse_detector_options"]
 
@@ -40,8 +41,10 @@ def parse_detector_options(items: Iterable[str]) -> dict[str, dict[str, Any]]:
         except RedlineError as exc:  # an unknown name: the registry's message
             raise DetectorOptionError(f"--detector-opt {item!r}: {exc}") from None
         try:
-            value = yaml.safe_load(raw) if raw.strip() else ""
-        except yaml.YAMLError:
+            value = load_yaml(raw) if raw.strip() else ""
+        except yaml.YAMLError:  # not YAML: the text as it is
             value = raw
+        except UntrustedInputError as exc:  # YAML past the bounds (an alias bomb): refused
+            raise DetectorOptionError(f"--detector-opt {target.strip()}: {exc}") from None
         options.setdefault(name, {})[key] = raw if value is None else value
     return options

@@ -26,6 +26,7 @@ from pathlib import Path
 from redline.attempt import Attempt
 from redline.detectors.base import DetectorUnavailable, TextDetector
 from redline.detectors.output import code_of
+from redline.untrusted import MIB, UntrustedInputError, read_text
 
 __all__ = [
     "IMPORT_ALIASES",
@@ -218,13 +219,19 @@ def normalize_name(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
+MAX_PACKAGE_LIST_BYTES = 64 * MIB
+"""The largest package list read (every name on PyPI and npm together is about 50 MiB)."""
+
+
 def _read_list(path: Path | str, where: str) -> set[str]:
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        text = read_text(path, MAX_PACKAGE_LIST_BYTES)
     except OSError as exc:
         raise DetectorUnavailable(
             f"output.PackageHallucination: cannot read the package list {path} ({where}): {exc.strerror or exc}"
         ) from None
+    except UntrustedInputError as exc:  # too large, not UTF-8, a NUL byte
+        raise DetectorUnavailable(f"output.PackageHallucination: the package list {path} ({where}): {exc}") from None
     return {line.strip() for line in text.splitlines() if line.strip() and not line.startswith("#")}
 
 

@@ -4,9 +4,10 @@ phase 4 per probe, resumable."""
 
 from redline.engine.config import ScanConfig
 from redline.engine.config_file import ConfigError, build_scan_config, load_config, parse_gen_opts
-from redline.engine.pipeline import ScanError, StoredAttempts, build_probes, scan
+from redline.engine.pipeline import RESUME_GENERATOR_OPTIONS, ScanError, StoredAttempts, build_probes, scan
 
 __all__ = [
+    "RESUME_GENERATOR_OPTIONS",
     "ConfigError",
     "ScanConfig",
     "ScanError",

@@ -27,26 +27,37 @@ Command-line flags override the file (``--gen-opt key=value`` and the generator 
 ``generator:``). Every mistake is one :class:`ConfigError` line naming the file (or flag) and the
 key. Secrets never go in a file: keys go in environment variables named by ``api_key_env``, and
 headers refer to them as ``${VAR}``.
+
+A configuration file comes from anyone, so it is read within bounds: at most
+:data:`MAX_CONFIG_BYTES`, UTF-8, and YAML that builds only JSON-like values, nests at most 64
+levels and stands for at most 100,000 values once its anchors and aliases are expanded (see
+:mod:`redline.untrusted`). ``probe_options`` names known probes and only the options each takes.
 """
 
 from __future__ import annotations
 
 import difflib
+import inspect
 import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from redline.datasets import FIELDS
 from redline.detectors import check_detector_spec
 from redline.engine.config import ScanConfig
 from redline.errors import RedlineError, UsageError
 from redline.generators import generators, known_generator_options, split_spec
+from redline.probes import probes as probe_registry
+from redline.untrusted import MIB, UntrustedInputError, load_yaml, read_text
 
 __all__ = [
+    "MAX_CONFIG_BYTES",
     "SCAN_KEYS",
     "ConfigError",
     "build_scan_config",
     "check_family_options",
+    "check_probe_options",
     "load_config",
     "parse_gen_opts",
     "validate_generator_options",
@@ -55,6 +66,16 @@ __all__ = [
 
 class ConfigError(UsageError):
     """A configuration file or option that cannot be used (one line: where, which key, why)."""
+
+
+MAX_CONFIG_BYTES = 1 * MIB
+"""The largest configuration file read (a real one is a few hundred bytes)."""
+
+
+def _shown(value: Any, width: int = 60) -> str:
+    """``repr(value)`` cut to ``width`` characters, for messages about a value from a file."""
+    text = repr(value)
+    return text if len(text) <= width else text[: width - 3] + "..."
 
 
 # -- value checks -----------------------------------------------------------------------------------
@@ -161,7 +182,7 @@ def validate_generator_options(options: dict[str, Any], where: str) -> dict[str,
         try:
             checked[name] = spec.check(value)
         except ValueError as exc:
-            raise ConfigError(f"{where}: {name} {exc}, not {value!r}") from None
+            raise ConfigError(f"{where}: {name} {exc}, not {_shown(value)}") from None
     for header, value in (checked.get("headers") or {}).items():
         if not isinstance(value, (str, int, float)):
             raise ConfigError(f"{where}: headers.{header} must be a string")
@@ -196,6 +217,105 @@ def check_family_options(model: str, options: dict[str, Any], where: str) -> Non
         )
 
 
+# -- probe options ----------------------------------------------------------------------------------
+_INTERNAL_PROBE_OPTIONS = frozenset({"evaluator", "metric_calculators", "mark_definitions"})
+"""Probe constructor arguments that take Python objects: not settable from a file."""
+
+
+def _detector_names(value: Any) -> Any:
+    names = _names(value)
+    return [n.strip() for n in names.split(",") if n.strip()]
+
+
+def _dataset_columns(value: Any) -> Any:
+    if not isinstance(value, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
+        raise ValueError("must be a mapping of field: column")
+    unknown = [k for k in value if k not in FIELDS]
+    if unknown:
+        raise ValueError(f"has an unknown field {unknown[0]!r} (fields: {', '.join(FIELDS)})")
+    return dict(value)
+
+
+_PROBE_OPTION_CHECKS: dict[str, Callable[[Any], Any]] = {
+    "sample": _int(1),
+    "seed": _int(),
+    "num_repetitions": _int(1),
+    "detectors": _detector_names,
+    "dataset": _str,
+    "dataset_columns": _dataset_columns,
+}
+"""Options many probes share, checked here so that a wrong value is a line about the file."""
+
+
+def _probe_option_names(cls: type) -> set[str] | None:
+    """The keyword options the probe class takes: its ``__init__`` and, while that passes
+    ``**kwargs`` on, its bases' (``None``: it takes any, as a third-party probe may)."""
+    names: set[str] = set()
+    for klass in cls.__mro__:
+        init = klass.__dict__.get("__init__")
+        if init is None:
+            continue
+        if klass is object:
+            return None
+        try:
+            params = inspect.signature(init).parameters
+        except (TypeError, ValueError):
+            return None
+        names.update(
+            n for n, p in params.items() if n != "self" and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+        )
+        if not any(p.kind is p.VAR_KEYWORD for p in params.values()):
+            return names
+    return None
+
+
+def check_probe_options(value: dict[Any, Any], where: str, base: Path | None = None) -> dict[str, dict[str, Any]]:
+    """Check a configuration's ``probe_options`` (``{probe name: {option: value}}``): every name a
+    known probe, every option one that probe takes, the options many probes share of the right
+    kind (``detectors`` normalised to a list, judge paths relative to ``base``). Raises
+    :class:`ConfigError` naming ``where``, the probe and the option, with the closest names."""
+    checked: dict[str, dict[str, Any]] = {}
+    known = probe_registry.names()
+    for raw_name, options in value.items():
+        name = str(raw_name)
+        if raw_name not in probe_registry:
+            close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+            hint = f"did you mean {close[0]!r}?" if close else "see 'redline list probes'"
+            raise ConfigError(f"{where}: probe_options: unknown probe {_shown(raw_name)} ({hint})")
+        if not isinstance(options, dict):
+            raise ConfigError(f"{where}: probe_options.{name} must be a mapping of options, not {_shown(options)}")
+        try:
+            accepted = _probe_option_names(probe_registry.load(name))
+        except RedlineError as exc:
+            raise ConfigError(f"{where}: probe_options.{name}: {exc}") from None
+        choices = sorted((accepted or set()) - _INTERNAL_PROBE_OPTIONS)
+        result: dict[str, Any] = {}
+        for key, option in options.items():
+            if not isinstance(key, str) or not key.isidentifier():
+                raise ConfigError(f"{where}: probe_options.{name}: {_shown(key)} is not an option name")
+            if key in _INTERNAL_PROBE_OPTIONS or (accepted is not None and key not in accepted):
+                close = difflib.get_close_matches(key, choices, n=1, cutoff=0.6)
+                hint = f"did you mean {close[0]!r}? " if close else ""
+                raise ConfigError(
+                    f"{where}: probe_options.{name}: unknown option {key!r} "
+                    f"({hint}options: {', '.join(choices) or 'none'})"
+                )
+            check = _PROBE_OPTION_CHECKS.get(key)
+            if check is not None and option is not None:
+                try:
+                    option = check(option)
+                except ValueError as exc:
+                    raise ConfigError(f"{where}: probe_options.{name}.{key} {exc}, not {_shown(option)}") from None
+            if key == "detectors" and option is not None:
+                try:
+                    option = [check_detector_spec(d, base=base, check_paths=True) for d in option]
+                except RedlineError as exc:
+                    raise ConfigError(f"{where}: probe_options.{name}.detectors: {exc}") from None
+            result[key] = option
+        checked[name] = result
+    return checked
+
+
 # -- files ------------------------------------------------------------------------------------------
 def load_config(path: str | Path) -> dict[str, Any]:
     """Read and check a scan configuration file; returns the scan keys it sets (``probes`` as one
@@ -204,18 +324,22 @@ def load_config(path: str | Path) -> dict[str, Any]:
 
     file = Path(path)
     try:
-        text = file.read_text(encoding="utf-8")
+        text = read_text(file, MAX_CONFIG_BYTES)
     except FileNotFoundError:
         raise ConfigError(f"{file}: no such configuration file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{file}: cannot read it: {getattr(exc, 'strerror', None) or exc}") from None
+    except OSError as exc:
+        raise ConfigError(f"{file}: cannot read it: {exc.strerror or exc}") from None
+    except UntrustedInputError as exc:  # too large, not UTF-8, a NUL byte
+        raise ConfigError(f"{file}: {exc}") from None
     try:
-        data = yaml.safe_load(text)
+        data = load_yaml(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = f"line {mark.line + 1}: " if mark is not None else ""
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         raise ConfigError(f"{file}: {line}invalid YAML: {problem}") from None
+    except UntrustedInputError as exc:  # nested too deeply, an alias bomb, a recursive alias
+        raise ConfigError(f"{file}: {exc}") from None
     if data is None:
         return {}
     if not isinstance(data, dict):
@@ -233,12 +357,11 @@ def load_config(path: str | Path) -> dict[str, Any]:
         try:
             values[key] = check(value)
         except ValueError as exc:
-            raise ConfigError(f"{file}: {raw_key} {exc}, not {value!r}") from None
+            raise ConfigError(f"{file}: {raw_key} {exc}, not {_shown(value)}") from None
     if "generator" in values:
         values["generator"] = validate_generator_options(values["generator"], f"{file}: generator")
-    for name, options in (values.get("probe_options") or {}).items():
-        if not isinstance(options, dict):
-            raise ConfigError(f"{file}: probe_options.{name} must be a mapping of options")
+    if "probe_options" in values:
+        values["probe_options"] = check_probe_options(values["probe_options"], str(file), base=file.parent)
     if "lve" in values:
         values["lve"] = [str((file.parent / p).resolve()) for p in values["lve"]]
     if "judge" in values:  # checked now; a local model path is relative to the file's folder
@@ -261,11 +384,13 @@ def parse_gen_opts(items: list[str]) -> dict[str, Any]:
         key, sep, raw = item.partition("=")
         key = key.strip()
         if not sep or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", key):
-            raise ConfigError(f"--gen-opt {item!r}: expected KEY=VALUE, e.g. --gen-opt temperature=0")
+            raise ConfigError(f"--gen-opt {_shown(item)}: expected KEY=VALUE, e.g. --gen-opt temperature=0")
         try:
-            value = yaml.safe_load(raw) if raw.strip() else ""
-        except yaml.YAMLError:
+            value = load_yaml(raw) if raw.strip() else ""
+        except yaml.YAMLError:  # not YAML: the text as it is
             value = raw
+        except UntrustedInputError as exc:  # YAML past the bounds (an alias bomb): refused
+            raise ConfigError(f"--gen-opt {key}: {exc}") from None
         options[key] = raw if value is None else value
     return validate_generator_options(options, "--gen-opt")
 

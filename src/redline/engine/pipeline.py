@@ -26,6 +26,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterator
 from collections.abc import Sequence as SequenceABC
+from dataclasses import replace
 from typing import Any
 
 from redline.attacks.pool import close_model_pools
@@ -36,6 +37,8 @@ from redline.engine.config import ScanConfig
 from redline.errors import UsageError
 from redline.generators import Generator, get_generator
 from redline.generators.cache import CachedGenerator
+from redline.generators.transport.options import TRANSPORT_OPTION_SPECS
+from redline.generators.transport.secrets import has_masked_userinfo, mask_url
 from redline.probes import Probe, get_probe, resolve_probes
 from redline.probes import probes as _probe_registry
 from redline.probes.base import AttemptSource
@@ -156,6 +159,56 @@ class StoredAttempts(SequenceABC):
         return self._loaded[index]
 
 
+#: The generator options a resumed run may take from the process that resumes it: how requests
+#: travel, not what is asked (timeout, retries and backoff, the endpoint's concurrency cap, rate limits).
+RESUME_GENERATOR_OPTIONS: tuple[str, ...] = tuple(spec.name for spec in TRANSPORT_OPTION_SPECS)
+
+
+def _restore_userinfo(stored: ScanConfig, config: ScanConfig | None, run_id: str) -> ScanConfig | None:
+    """Give back to ``stored`` (a resumed run's configuration) the passwords the store does not
+    keep: a ``base_url`` (or ``url``) given as ``https://user:PASSWORD@host`` is stored as
+    ``user:***@`` (:meth:`Store.create_run`), so the process that resumes must give the same URL
+    with its password (``--base-url``). Returns ``config`` without the URLs used so (they change
+    nothing else in the run); a URL that differs once masked is left in it, so that it is refused
+    as a change. Raises :class:`ScanError` when a masked URL is not given again."""
+    given = dict(config.generator_options) if config is not None else {}
+    for key, value in stored.generator_options.items():
+        if not (isinstance(value, str) and has_masked_userinfo(value)):
+            continue
+        candidates = [k for k in (key, "base_url", "url") if isinstance(given.get(k), str)]
+        match = next((k for k in candidates if mask_url(given[k]) == value), None)
+        if match is None:
+            raise ScanError(
+                f"run {run_id} was started with a password in its {key} ({value}), which the store does not "
+                "keep: resume with --base-url giving that URL with its password"
+            )
+        stored.generator_options[key] = given.pop(match)
+    if config is None or given == config.generator_options:
+        return config
+    return replace(config, generator_options=given)
+
+
+def _per_process(config: ScanConfig | None, run_id: str) -> tuple[int | None, dict[str, Any]]:
+    """What ``config`` may change in run ``run_id`` when it resumes it: the attempts in flight and
+    :data:`RESUME_GENERATOR_OPTIONS`. Anything else set in ``config`` would change the run (its
+    model, probes, sampling...) and raises :class:`ScanError` naming it."""
+    if config is None:
+        return None, {}
+    defaults = ScanConfig().as_dict()
+    changed = [
+        key
+        for key, value in config.as_dict().items()
+        if key not in ("concurrency", "generator_options") and value != defaults[key]
+    ]
+    changed += [f"generator_options.{k}" for k in config.generator_options if k not in RESUME_GENERATOR_OPTIONS]
+    if changed:
+        raise ScanError(
+            f"resuming run {run_id} keeps its own settings; these would change it: {', '.join(changed)} "
+            f"(a resumed run may only change concurrency and {', '.join(RESUME_GENERATOR_OPTIONS)})"
+        )
+    return config.concurrency, dict(config.generator_options)
+
+
 async def scan(
     config: ScanConfig | None,
     store: Store,
@@ -168,10 +221,56 @@ async def scan(
 ) -> str:
     """Run (or, with ``resume=RUN_ID``, continue) a scan; returns the run id.
 
+    With ``resume``, ``config`` is ``None`` or gives only what a resumed run may change: its
+    ``concurrency`` and :data:`RESUME_GENERATOR_OPTIONS` in ``generator_options``.
+
+    The store is checked first (:meth:`Store.check_integrity`: a damaged store is never written
+    to), and the scan holds the run's lock until it has recorded how the run ended: a second scan
+    of the same run raises :class:`~redline.store.RunLocked`, naming the process.
+
     Raises :class:`ScanError`, :class:`~redline.plugins.UnknownPluginError`,
     :class:`GeneratorUnavailable` or :class:`DetectorUnavailable` with a one-line message. On any
     exit before the end the run is marked ``interrupted`` and can be resumed.
     """
+    store.check_integrity()
+    held: list[str] = []
+    if resume is not None:
+        store.get_run(resume)  # an unknown run: RunNotFound before anything else
+        store.claim_run(resume)
+        held.append(resume)
+
+    def started(run_id: str) -> None:
+        if run_id not in held:
+            held.append(run_id)
+        if on_run is not None:
+            on_run(run_id)
+
+    try:
+        return await _scan(
+            config,
+            store,
+            resume=resume,
+            retry_errors=retry_errors,
+            progress=progress,
+            generator=generator,
+            on_run=started,
+        )
+    finally:
+        for run_id in held:
+            store.release_run(run_id)
+
+
+async def _scan(
+    config: ScanConfig | None,
+    store: Store,
+    *,
+    resume: str | None,
+    retry_errors: bool,
+    progress: ProgressCallback | None,
+    generator: Generator | None,
+    on_run: Callable[[str], None],
+) -> str:
+    """:func:`scan`, once the store is checked and a resumed run's lock is held."""
     records_versions = True
     if resume is not None:
         run = store.get_run(resume)
@@ -179,8 +278,11 @@ async def scan(
         # scored by detectors of unknown version, so the resumed run does not claim any
         records_versions = bool(run.config.get(RECORDS_DETECTOR_VERSIONS))
         stored = ScanConfig.from_dict(run.config["scan"])
-        if config is not None and config.concurrency is not None:
-            stored.concurrency = config.concurrency
+        config = _restore_userinfo(stored, config, resume)  # a base_url's password, not stored
+        concurrency, transport = _per_process(config, resume)
+        if concurrency is not None:
+            stored.concurrency = concurrency
+        stored.generator_options.update(transport)
         config = stored
     elif config is None:
         raise ScanError("scan needs a configuration or a run to resume")
@@ -212,8 +314,7 @@ async def scan(
         else:
             run_id = resume
             store.set_run_status(run_id, RUN_RUNNING)
-        if on_run is not None:
-            on_run(run_id)
+        on_run(run_id)
 
         status = RUN_INTERRUPTED
         message: str | None = "stopped before the end"

@@ -24,16 +24,17 @@ import csv
 import hashlib
 import json
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from redline.attempt import Attempt, Message
-from redline.datasets import DatasetError
+from redline.datasets import MAX_DATASET_BYTES, MAX_ROWS, MAX_VALUE_BYTES, DatasetError
 from redline.detectors.base import HIT_THRESHOLD, Detector, DetectorUnavailable, Validation
 from redline.errors import UsageError
 from redline.evaluation.statistics import bootstrap_ci, wilson_interval
+from redline.untrusted import UntrustedInputError, csv_field_limit, csv_lines, iter_lines, load_json
 
 __all__ = [
     "HIT_THRESHOLD",
@@ -103,11 +104,25 @@ def _is_positive(value: Any, positive: str) -> bool:
     return text is not None and text.strip() == positive
 
 
+def _bounded(lines: Iterator[Any], path: Path) -> Iterator[Any]:
+    """``lines`` of a labelled file (:mod:`redline.untrusted`: the file at most the size of a
+    dataset, a line at most the size of one value, strict UTF-8, no NUL byte), a bad line raised
+    as a :class:`LabelledDataError` naming it."""
+    try:
+        for item in lines:
+            if isinstance(item, tuple) and isinstance(item[1], UntrustedInputError):
+                raise item[1]
+            yield item
+    except UntrustedInputError as exc:
+        raise LabelledDataError(f"{path}: {exc}") from None
+
+
 def _read_csv(path: Path, delimiter: str) -> Iterable[tuple[int, dict[str, Any], list[str]]]:
     """``(first line, row, columns)`` for each row of a CSV/TSV file."""
-    with path.open(newline="", encoding="utf-8-sig") as handle:
+    with csv_field_limit(MAX_VALUE_BYTES):
         # strict: a quote left open (or a stray one) is an error, not a field that eats the file
-        reader = csv.reader(handle, delimiter=delimiter, strict=True)
+        lines = _bounded(csv_lines(path, max_line=MAX_VALUE_BYTES, max_file=MAX_DATASET_BYTES), path)
+        reader = csv.reader(lines, delimiter=delimiter, strict=True)
         previous = 0  # the last line of the last row read
         try:
             header = next(reader, None)
@@ -131,17 +146,18 @@ def _read_csv(path: Path, delimiter: str) -> Iterable[tuple[int, dict[str, Any],
 
 
 def _read_jsonl(path: Path) -> Iterable[tuple[int, dict[str, Any], list[str]]]:
-    with path.open(encoding="utf-8") as handle:
-        for line, text in enumerate(handle, 1):
-            if not text.strip():
-                continue
-            try:
-                value = json.loads(text)
-            except json.JSONDecodeError as exc:
-                raise LabelledDataError(f"{path}: line {line}: not valid JSON ({exc.msg})") from None
-            if not isinstance(value, dict):
-                raise LabelledDataError(f"{path}: line {line}: not a JSON object")
-            yield line, value, list(value)
+    for line, text in _bounded(iter_lines(path, max_line=MAX_VALUE_BYTES, max_file=MAX_DATASET_BYTES), path):
+        if not text.strip():
+            continue
+        try:
+            value = load_json(text)
+        except json.JSONDecodeError as exc:
+            raise LabelledDataError(f"{path}: line {line}: not valid JSON ({exc.msg})") from None
+        except UntrustedInputError as exc:  # nested too deeply, a number Python refuses
+            raise LabelledDataError(f"{path}: line {line}: {exc.problem}") from None
+        if not isinstance(value, dict):
+            raise LabelledDataError(f"{path}: line {line}: not a JSON object")
+        yield line, value, list(value)
 
 
 def load_examples(
@@ -194,6 +210,8 @@ def load_examples(
                         f"{path}: {where}no column {key!r} for the {field} (columns: {', '.join(columns) or 'none'})"
                         + option
                     )
+            if len(examples) >= MAX_ROWS:
+                raise LabelledDataError(f"{path}: line {line}: too many rows (more than {MAX_ROWS:,})")
             response = _cell_text(row[response_key])
             if response is None:
                 raise LabelledDataError(f"{path}: line {line}: column {response_key!r}: no response text")

@@ -14,6 +14,10 @@ SHA-256 of:
 So a run with ``generations=3`` after one with ``generations=1`` reuses the first output and asks
 the model for two more, and repeating a scan asks for nothing. Errors are never cached. The
 wrapper is created by the harness unless the scan runs with ``--no-cache``.
+
+Secrets: a remote generator masks its outputs (the key, ``${VAR}`` header values, a URL's
+password) before they are cached; outputs answered from the cache are masked again with the
+generator's current secrets, so a store filled before masking existed leaks nothing either.
 """
 
 from __future__ import annotations
@@ -147,6 +151,11 @@ class CachedGenerator(Generator):
             else:
                 outputs[i] = Message.from_dict(hit[0]) if hit[0] is not None else None
         self.hits += n - len(missing)
+        if len(missing) < n:
+            # a store written before outputs were masked may hold what an endpoint echoed
+            redact_outputs = getattr(self.inner, "redact_outputs", None)
+            if callable(redact_outputs):
+                redact_outputs(outputs)
         if not missing:
             return outputs
         await self._ensure_started()

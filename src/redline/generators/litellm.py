@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+from collections.abc import Callable
 from typing import Any
 
 from redline.attempt import Conversation, Message
@@ -24,7 +25,13 @@ from redline.generators.base import GeneratorError, GeneratorUnavailable
 from redline.generators.transport.options import REQUEST_FIELD_OPTIONS
 from redline.generators.transport.ratelimit import estimate_tokens
 from redline.generators.transport.remote import RemoteGenerator
-from redline.generators.transport.retry import TransientFailure, is_transient_status, parse_retry_after
+from redline.generators.transport.retry import (
+    MalformedResponse,
+    TransientFailure,
+    is_transient_status,
+    parse_retry_after,
+)
+from redline.generators.transport.secrets import mask_url
 
 __all__ = ["LiteLLMGenerator"]
 
@@ -80,11 +87,6 @@ class LiteLLMGenerator(RemoteGenerator):
             raise GeneratorUnavailable("litellm is not installed: pip install 'redline[litellm]'") from None
         self._litellm = litellm
 
-    def _redact(self, text: str) -> str:
-        """``text`` without the key redline passes (provider errors may quote it)."""
-        key = (os.environ.get(self.api_key_env) or "").strip() if self.api_key_env else ""
-        return text.replace(key, "***") if len(key) >= 4 else text
-
     def _kwargs(self, conversation: Conversation, n: int) -> dict[str, Any]:
         kwargs: dict[str, Any] = {
             "model": self.model,
@@ -108,9 +110,10 @@ class LiteLLMGenerator(RemoteGenerator):
         kwargs.update(self.extra)
         return kwargs
 
-    async def _call(self, kwargs: dict[str, Any]) -> Any:
+    async def _call(self, kwargs: dict[str, Any], parse: Callable[[Any], Any] | None = None) -> Any:
         """``litellm.acompletion(**kwargs)`` under the rate limits, the concurrency cap, the
-        timeout and the :attr:`retry_policy`."""
+        timeout and the :attr:`retry_policy`; ``parse(response)`` when given, where a
+        :class:`MalformedResponse` is retried like a transient failure."""
         estimate = 0
         if self.limiter.limits_tokens:
             chars = sum(len(m["content"]) for m in kwargs["messages"])
@@ -129,7 +132,10 @@ class LiteLLMGenerator(RemoteGenerator):
                 raise self._failure(exc) from None
             usage = _field(response, "usage")
             self.limiter.settle(estimate, _field(usage, "total_tokens") if usage is not None else None)
-            return response
+            try:
+                return response if parse is None else parse(response)
+            except MalformedResponse as exc:
+                raise TransientFailure(str(exc)) from None
 
         return await self.retry_policy.call(attempt, self.limiter, estimate, self._count_retry)
 
@@ -140,7 +146,7 @@ class LiteLLMGenerator(RemoteGenerator):
         for the rest. Messages never hold the key."""
         kind = type(exc).__name__
         status = getattr(exc, "status_code", None)
-        text = self._redact(str(exc).strip().splitlines()[0] if str(exc).strip() else kind)
+        text = self.redact(str(exc).strip().splitlines()[0] if str(exc).strip() else kind)
         if kind in _FATAL or status in (401, 403, 404):
             reason = _FATAL.get(kind, f"answered HTTP {status}")
             return GeneratorUnavailable(f"litellm: {self.model} {reason}: {text[:200]}")
@@ -154,22 +160,22 @@ class LiteLLMGenerator(RemoteGenerator):
     def _parse(self, response: Any) -> list[Message | None]:
         choices = _field(response, "choices")
         if not isinstance(choices, (list, tuple)):
-            raise GeneratorError(f"malformed response from litellm {self.model}: no choices")
+            raise MalformedResponse(f"malformed response from litellm {self.model}: no choices")
         outputs: list[Message | None] = []
         for choice in choices:
             content = _field(_field(choice, "message"), "content")
             if content is not None and not isinstance(content, str):
-                raise GeneratorError(f"malformed response from litellm {self.model}: content is not text")
+                raise MalformedResponse(f"malformed response from litellm {self.model}: content is not text")
             outputs.append(Message(text=content) if content is not None else None)
         return outputs
 
     async def _generate(self, conversation: Conversation, n: int) -> list[Message | None]:
         """One call for ``n`` outputs; a provider without ``n`` gives one."""
-        return self._parse(await self._call(self._kwargs(conversation, n)))
+        return await self._call(self._kwargs(conversation, n), parse=self._parse)
 
     def settings(self) -> dict:
         values = {
-            "base_url": self.base_url,
+            "base_url": mask_url(self.base_url) if self.base_url else None,
             "api_key_env": self.api_key_env,
             "max_tokens": self.max_tokens,
             "temperature": self.temperature,

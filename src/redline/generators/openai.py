@@ -24,7 +24,8 @@ Faults: a 408/409/425/429 or 5xx answer, a timeout and a dropped connection are 
 exponential backoff and full jitter, or after the server's ``Retry-After`` (``retry-after-ms``,
 seconds or an HTTP date), which also pauses the generator's other requests. After
 ``max_retries`` the request raises :class:`GeneratorError` (the attempt is recorded as errored, the
-run goes on), as does a malformed answer (not JSON, no ``choices``, an ``error`` object) at once.
+run goes on). A malformed answer (not JSON, no ``choices``) is retried the same way; an ``error``
+object is a :class:`GeneratorError` at once.
 A refused key (401/403), an unknown path or model (404) and an endpoint nobody answers at raise
 :class:`GeneratorUnavailable` (the run stops and can be resumed).
 
@@ -40,11 +41,11 @@ import json
 from typing import Any, ClassVar
 
 from redline.attempt import Conversation, Message
-from redline.generators.base import GeneratorError
 from redline.generators.options import GeneratorOption
 from redline.generators.transport.http import HTTPGenerator
 from redline.generators.transport.options import REQUEST_FIELD_OPTIONS
 from redline.generators.transport.ratelimit import estimate_tokens
+from redline.generators.transport.retry import MalformedResponse
 
 __all__ = ["DEFAULT_BASE_URL", "OpenAICompletionsGenerator", "OpenAIGenerator", "render_plain"]
 
@@ -126,7 +127,7 @@ class OpenAIGenerator(HTTPGenerator):
                 outputs.append(Message(text=content) if content is not None else None)
             return outputs
         except (KeyError, TypeError, AttributeError):
-            raise GeneratorError(
+            raise MalformedResponse(
                 f"malformed response from {self.endpoint}: no {'choices[].message.content' if self.api == 'chat' else 'choices[].text'} "
                 f"in {json.dumps(data)[:200]}"
             ) from None
@@ -136,7 +137,7 @@ class OpenAIGenerator(HTTPGenerator):
         body = self._body(conversation, n)
         chars = sum(len(m.get("content") or "") for m in body.get("messages", [])) + len(body.get("prompt", ""))
         estimate = estimate_tokens(chars, self.max_tokens, n) if self.limiter.limits_tokens else 0
-        return self._parse(await self.post_json(self.endpoint, body, estimate))
+        return await self.post_json(self.endpoint, body, estimate, parse=self._parse)
 
     def settings(self) -> dict:
         values = super().settings()

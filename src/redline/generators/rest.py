@@ -29,11 +29,12 @@ import re
 from typing import Any
 
 from redline.attempt import Conversation, Message
-from redline.generators.base import GeneratorError, GeneratorUnavailable
+from redline.generators.base import GeneratorUnavailable
 from redline.generators.options import GeneratorOption
 from redline.generators.transport.http import HTTPGenerator
 from redline.generators.transport.ratelimit import estimate_tokens
-from redline.generators.transport.secrets import ENV_REFERENCE, expand_env
+from redline.generators.transport.retry import MalformedResponse
+from redline.generators.transport.secrets import ENV_REFERENCE, expand_env, mask_url
 
 __all__ = ["RestGenerator", "extract", "parse_path", "render_body"]
 
@@ -183,6 +184,8 @@ class RestGenerator(HTTPGenerator):
             raise GeneratorUnavailable(
                 f"rest:{self.model}: the body template does not give valid JSON: {exc}"
             ) from None
+        except RecursionError:
+            raise GeneratorUnavailable(f"rest:{self.model}: the body template is nested too deeply") from None
 
     def _url(self) -> str:
         """The URL requests go to: ``${VAR}`` (e.g. a key in the query string) replaced by the
@@ -215,11 +218,15 @@ class RestGenerator(HTTPGenerator):
         if self.response_format == "text":
             text = await self.send(self._url(), body.encode(), estimate, self.method, as_text=True)
             return [Message(text=text)]
-        data = await self.send(self._url(), body.encode(), estimate, self.method)
+        return await self.send(self._url(), body.encode(), estimate, self.method, parse=self._parse)
+
+    def _parse(self, data: Any) -> list[Message | None]:
+        """One output per value at ``response_path``; :class:`MalformedResponse` (retried like a
+        5xx) when there is none or one is not text."""
         assert self._tokens is not None
         found = extract(data, self._tokens)
         if not found:
-            raise GeneratorError(
+            raise MalformedResponse(
                 f"malformed response from {self.url}: nothing at response_path {self.response_path!r} "
                 f"in {json.dumps(data)[:200]}"
             )
@@ -230,7 +237,7 @@ class RestGenerator(HTTPGenerator):
             elif isinstance(value, (str, int, float, bool)):
                 outputs.append(Message(text=str(value)))
             else:
-                raise GeneratorError(
+                raise MalformedResponse(
                     f"malformed response from {self.url}: response_path {self.response_path!r} holds "
                     f"{type(value).__name__}, not text"
                 )
@@ -240,7 +247,7 @@ class RestGenerator(HTTPGenerator):
         values = super().settings()
         values.pop("base_url", None)
         values.update(
-            url=self.url,
+            url=mask_url(self.url),  # a user:password@ is stored as user:***@
             method=self.method,
             body=self.body_template,
             headers=self.header_templates,  # templates only: ${VAR} references, never their values

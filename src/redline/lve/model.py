@@ -18,6 +18,12 @@ instance's argument and ``{{``/``}}`` stand for literal braces.
 
 Every problem in a file raises :class:`LVEFormatError`, one line naming the file, the line when
 known, and what is wrong.
+
+An LVE repository may come from anyone, so its files are read within bounds
+(:mod:`redline.untrusted`): ``test.json`` and prompt files at most :data:`MAX_LVE_FILE_BYTES`, an
+instances file at most :data:`MAX_INSTANCES_FILE_BYTES` and each of its lines at most
+:data:`MAX_INSTANCE_LINE_BYTES`; UTF-8 text; JSON nested at most 64 levels. A prompt file must lie
+in the LVE's folder. A bad instance line is an error on that line only: the others still load.
 """
 
 from __future__ import annotations
@@ -43,17 +49,31 @@ from redline.lve.prompt import (
     substitute,
 )
 from redline.lve.sandbox.safe_eval import UnsafeLambdaError
+from redline.untrusted import MIB, UntrustedInputError, iter_lines, load_json, read_text
 
 __all__ = [
     "LVE",
     "CustomCodeRefused",
     "Instance",
     "LVEFormatError",
+    "MAX_INSTANCES_FILE_BYTES",
+    "MAX_INSTANCE_LINE_BYTES",
+    "MAX_LVE_FILE_BYTES",
     "MultiRunPrompt",
     "find_lves",
     "load_lve",
     "parse_instance",
 ]
+
+
+MAX_LVE_FILE_BYTES = 4 * MIB
+"""The largest ``test.json`` or prompt file (the public repository's are a few kilobytes)."""
+
+MAX_INSTANCES_FILE_BYTES = 256 * MIB
+"""The largest ``instances/*.jsonl`` file."""
+
+MAX_INSTANCE_LINE_BYTES = 16 * MIB
+"""The largest instance (one line of an instances file: arguments, response, run info)."""
 
 
 @dataclass
@@ -86,9 +106,11 @@ def parse_instance(raw: str, path: Path, line: int) -> Instance:
     """Parse one instance line; :class:`LVEFormatError` naming ``path:line`` if malformed."""
     at = where(path, line)
     try:
-        data = json.loads(raw)
+        data = load_json(raw)
     except json.JSONDecodeError as exc:
         raise LVEFormatError(f"{at}: bad JSON: {exc.msg} (column {exc.colno})") from None
+    except UntrustedInputError as exc:  # nested too deeply, a number Python refuses
+        raise LVEFormatError(f"{at}: {exc.problem}") from None
     if not isinstance(data, dict):
         raise LVEFormatError(f"{at}: an instance must be a JSON object, not {type(data).__name__}")
     for key in ("response", "passed"):
@@ -294,16 +316,20 @@ class LVE:
         :class:`LVEFormatError` in its place so callers can report it and go on."""
         for path in self.instance_files():
             try:
-                text = path.read_text(encoding="utf-8")
-            except (OSError, UnicodeDecodeError) as exc:
-                yield LVEFormatError(f"{path}: cannot read: {exc}")
-                continue
-            for number, raw in enumerate(text.splitlines(), start=1):
-                if raw.strip():
-                    try:
-                        yield parse_instance(raw, path, number)
-                    except LVEFormatError as exc:
-                        yield exc
+                for number, raw in iter_lines(
+                    path, max_line=MAX_INSTANCE_LINE_BYTES, max_file=MAX_INSTANCES_FILE_BYTES
+                ):
+                    if isinstance(raw, UntrustedInputError):  # too long, not UTF-8, a NUL byte
+                        yield LVEFormatError(f"{where(path, number)}: {raw.problem}")
+                    elif raw.strip():
+                        try:
+                            yield parse_instance(raw, path, number)
+                        except LVEFormatError as exc:
+                            yield exc
+            except UntrustedInputError as exc:  # the file is too large: its later lines are not read
+                yield LVEFormatError(f"{path}: {exc}")
+            except OSError as exc:
+                yield LVEFormatError(f"{path}: cannot read: {exc.strerror or exc}")
 
 
 # -- loading ------------------------------------------------------------------------------------
@@ -311,15 +337,16 @@ class LVE:
 
 def _read_json(path: Path) -> tuple[Any, str]:
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_text(path, MAX_LVE_FILE_BYTES)
+        return load_json(text), text
     except FileNotFoundError:
         raise LVEFormatError(f"{path}: no such file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise LVEFormatError(f"{path}: cannot read: {getattr(exc, 'strerror', None) or exc}") from None
-    try:
-        return json.loads(text), text
+    except OSError as exc:
+        raise LVEFormatError(f"{path}: cannot read: {exc.strerror or exc}") from None
     except json.JSONDecodeError as exc:
         raise LVEFormatError(f"{path}:{exc.lineno}: bad JSON: {exc.msg} (column {exc.colno})") from None
+    except UntrustedInputError as exc:  # too large, not UTF-8, a NUL byte, nested too deeply
+        raise LVEFormatError(f"{where(path, exc.line)}: {exc.problem}") from None
 
 
 def _field(lve: LVE, data: dict[str, Any], key: str, kind: type | tuple[type, ...], required: bool = False) -> Any:
@@ -344,11 +371,19 @@ def _prompt(lve: LVE, value: Any, key: str) -> list[LVEMessage]:
 
 def _prompt_file(lve: LVE, name: str, key: str) -> list[LVEMessage]:
     path = lve.directory / name
+    try:  # a file of the LVE's own folder, not any file of the machine (links followed)
+        inside = path.resolve().is_relative_to(lve.directory.resolve())
+    except (OSError, RuntimeError):  # RuntimeError: a symlink loop
+        inside = False
+    if not inside:
+        raise lve.error(f"{key} {name!r}: the prompt file must be in the LVE's folder", key)
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        reason = "no such file" if isinstance(exc, FileNotFoundError) else str(exc)
+        text = read_text(path, MAX_LVE_FILE_BYTES)
+    except OSError as exc:
+        reason = "no such file" if isinstance(exc, FileNotFoundError) else (exc.strerror or str(exc))
         raise lve.error(f"{key} {name!r}: {reason}", key) from None
+    except UntrustedInputError as exc:  # too large, not UTF-8
+        raise LVEFormatError(f"{where(path, exc.line)}: {exc.problem}") from None
     return parse_prompt_text(text, path)
 
 

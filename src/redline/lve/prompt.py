@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from redline.lve.errors import LVEFormatError
+from redline.untrusted import UntrustedInputError, load_json
 
 __all__ = ["LVEMessage", "Role", "fill_prompt", "parse_messages", "parse_prompt_text", "substitute", "variables_of"]
 
@@ -122,23 +123,28 @@ def parse_prompt_text(text: str, path: Path) -> list[LVEMessage]:
     """Messages from a prompt file: JSON lines, one JSON message or list, or plain text."""
     if re.fullmatch(r"\s*<please fill in>\s*", text):
         raise LVEFormatError(f"{path}: the prompt has not been filled in")
-    lines = [line for line in text.splitlines() if line.strip()]
     decoded: list[Any] = []
-    for line in lines:
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
         try:
-            decoded.append(json.loads(line))
+            decoded.append(load_json(line))
         except json.JSONDecodeError:
             decoded = []
             break
+        except UntrustedInputError as exc:  # nested too deeply, a number Python refuses
+            raise LVEFormatError(f"{path}:{number}: {exc.problem}") from None
     if decoded and all(isinstance(item, dict) for item in decoded):
         for number, line in enumerate(text.splitlines(), start=1):
             if line.strip():  # per-message problems are reported with their line
-                parse_messages([json.loads(line)], f"{path}:{number}")
+                parse_messages([load_json(line)], f"{path}:{number}")
         return parse_messages(decoded, str(path))
     try:
-        whole = json.loads(text)
+        whole = load_json(text)
     except json.JSONDecodeError:
         return [LVEMessage(Role.user, text)]
+    except UntrustedInputError as exc:
+        raise LVEFormatError(f"{path}: {exc.problem}") from None
     if isinstance(whole, dict):
         return parse_messages([whole], str(path))
     if isinstance(whole, list):

@@ -13,6 +13,7 @@ The generator is anything with ``async generate(conversation, n) -> list[Message
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from collections.abc import Iterable
@@ -24,10 +25,20 @@ from redline import __version__
 from redline.attempt import Conversation, Message, Turn
 from redline.generators import GeneratorError
 from redline.lve.errors import LVEFormatError
+from redline.lve.isolation import IsolatedChecker, checker_for
 from redline.lve.model import LVE
 from redline.lve.prompt import LVEMessage, Role
 
-__all__ = ["LVERun", "complete_chat", "instance_record", "record_instance", "record_lve", "run_lve", "to_conversation"]
+__all__ = [
+    "LVERun",
+    "complete_chat",
+    "instance_record",
+    "judge",
+    "record_instance",
+    "record_lve",
+    "run_lve",
+    "to_conversation",
+]
 
 #: The variable of the answer appended when a prompt ends with a user message.
 RESPONSE_VARIABLE = "response"
@@ -103,16 +114,38 @@ async def run_lve(
     params = {k: v for k, v in params.items() if k in lve.prompt_parameters}
     args = {**dict(model_args or {}), **params}
     if checker is None or lve.is_templated():
-        checker = lve.checker(trust_code=trust_code or bool(getattr(checker, "custom", False)), args=args)
+        checker = checker_for(lve, trust_code=trust_code or bool(getattr(checker, "custom", False)), args=args)
     prompts_in = lve.prompts_for(params)
     prompts_out = [await complete_chat(generator, chat) for chat in prompts_in]
-    if lve.is_multi_run:
-        safe, recorded = checker.invoke_check(prompts_in, prompts_out, params)
-    else:
-        safe, recorded = checker.invoke_check(prompts_in[0], prompts_out[0], params)
-    return LVERun(
-        bool(safe), checker.postprocess_response(recorded), prompts_in, prompts_out, params, dict(model_args or {})
-    )
+    safe, recorded = await judge(lve, checker, prompts_in, prompts_out, params)
+    return LVERun(safe, recorded, prompts_in, prompts_out, params, dict(model_args or {}))
+
+
+async def judge(
+    lve: LVE,
+    checker: Any,
+    prompts_in: list[list[LVEMessage]],
+    prompts_out: list[list[LVEMessage]],
+    params: dict[str, Any],
+) -> tuple[bool, Any]:
+    """``(safe, recorded)``: the checker's verdict on the answered chats and the response to
+    store, post-processed. An isolated checker's calls wait for its worker in a thread, so the
+    event loop (other attempts, progress, Ctrl-C) keeps running."""
+
+    def call() -> tuple[bool, Any]:
+        if lve.is_multi_run:
+            safe, recorded = checker.invoke_check(prompts_in, prompts_out, params)
+        else:
+            safe, recorded = checker.invoke_check(prompts_in[0], prompts_out[0], params)
+        return bool(safe), checker.postprocess_response(recorded)
+
+    if isinstance(checker, IsolatedChecker):
+        try:
+            return await asyncio.to_thread(call)
+        except asyncio.CancelledError:  # Ctrl-C or an aborted scan: stop the workers now
+            checker.pool.close()  # the thread waiting on its worker returns at once
+            raise
+    return call()
 
 
 def instance_record(lve: LVE, run: LVERun, model: str, author: str = "", checker: Any = None) -> dict[str, Any]:
@@ -144,12 +177,6 @@ def record_instance(
     """Append ``run`` as one line to ``instances/FILE_NAME`` of the LVE; returns the file."""
     if sampling:
         run = replace(run, model_args={**run.model_args, **sampling})
-    if checker is None:
-        checker = (
-            lve.checker(trust_code=True, args={**run.model_args, **run.params})
-            if lve._checker_cls is not None
-            else None
-        )
     record = instance_record(lve, run, model, author, checker)
     if "/" in file_name or "\\" in file_name or not file_name.endswith(".jsonl"):
         raise LVEFormatError(f"{file_name}: the instances file must be a plain name ending in .jsonl")
@@ -176,6 +203,6 @@ async def record_lve(
     results = []
     for params in param_rows:
         run = await run_lve(lve, generator, params, trust_code=trust_code, model_args=model_args)
-        checker = lve.checker(trust_code=trust_code, args={**run.model_args, **run.params})
+        checker = checker_for(lve, trust_code=trust_code, args={**run.model_args, **run.params})
         results.append((run, record_instance(lve, run, model, None, author, file_name, checker)))
     return results

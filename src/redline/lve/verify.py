@@ -11,20 +11,27 @@ file, refused lambda, a checker failing on an instance). A broken LVE does not s
 
 from __future__ import annotations
 
+import contextlib
+import threading
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from redline.lve.errors import CustomCodeRefused, LVEFormatError
+from redline.lve.isolation import CheckerIsolationError, CheckerPool, IsolatedChecker, checker_for, shared_pool
 from redline.lve.model import LVE, Instance, find_lves, load_lve
 from redline.lve.prompt import LVEMessage, Role
 from redline.lve.runner import RESPONSE_VARIABLE
 
 __all__ = ["UNAVAILABLE", "VerifyReport", "check_instance", "recorded_chats", "verify"]
 
+#: redline's own model-backed checkers judge in this process, one call at a time.
+_IN_PROCESS = threading.Lock()
+
 #: Exceptions meaning "cannot be measured on this machine": the instance is skipped.
-UNAVAILABLE = ("ClassifierUnavailable", "PIIUnavailable")
+UNAVAILABLE = ("ClassifierUnavailable", "PIIUnavailable", "CheckerUnavailable")
 
 
 @dataclass
@@ -46,6 +53,15 @@ class VerifyReport:
             "skipped": self.skipped,
             "errors": self.errors,
         }
+
+    def merge(self, other: VerifyReport) -> None:
+        """Add ``other``'s totals and findings (after this report's own)."""
+        self.total += other.total
+        self.agree += other.agree
+        self.disagree += other.disagree
+        self.skipped += other.skipped
+        self.errors += other.errors
+        self.lves += other.lves
 
     @property
     def ok(self) -> bool:
@@ -92,15 +108,17 @@ def recorded_chats(
     return prompts_in, [_answered(prompts_in[0], response, at)]
 
 
-def check_instance(lve: LVE, instance: Instance, trust_code: bool = False) -> bool:
-    """The checker's verdict on a recorded instance (True = safe)."""
+def check_instance(lve: LVE, instance: Instance, trust_code: bool = False, pool: CheckerPool | None = None) -> bool:
+    """The checker's verdict on a recorded instance (True = safe); an isolated checker runs
+    in a worker of ``pool`` (the shared pool by default)."""
     params = lve.param_values(instance.args, instance.where)
-    checker = lve.checker(trust_code=trust_code, args=instance.args)
+    checker = checker_for(lve, trust_code=trust_code, args=instance.args, pool=pool)
     prompts_in, prompts_out = recorded_chats(lve, params, instance.response, instance.where)
-    if lve.is_multi_run:
-        safe, _ = checker.invoke_check(prompts_in, prompts_out, params)
-    else:
-        safe, _ = checker.invoke_check(prompts_in[0], prompts_out[0], params)
+    with contextlib.nullcontext() if isinstance(checker, IsolatedChecker) else _IN_PROCESS:
+        if lve.is_multi_run:
+            safe, _ = checker.invoke_check(prompts_in, prompts_out, params)
+        else:
+            safe, _ = checker.invoke_check(prompts_in[0], prompts_out[0], params)
     return bool(safe)
 
 
@@ -113,7 +131,13 @@ def _entry(path: Path, line: int | None, **extra: Any) -> dict[str, Any]:
     return {"file": path.as_posix(), "line": line, **extra}
 
 
-def _verify_lve(report: VerifyReport, test_path: Path, root: Path, trust_code: bool) -> None:
+def _verify_lve(test_path: Path, root: Path, trust_code: bool, pool: CheckerPool) -> VerifyReport:
+    report = VerifyReport(lves=1)
+    _judge_lve(report, test_path, root, trust_code, pool)
+    return report
+
+
+def _judge_lve(report: VerifyReport, test_path: Path, root: Path, trust_code: bool, pool: CheckerPool) -> None:
     try:
         lve = load_lve(test_path, root=root)
     except LVEFormatError as exc:
@@ -129,13 +153,16 @@ def _verify_lve(report: VerifyReport, test_path: Path, root: Path, trust_code: b
             report.skipped.append(_entry(item.file, item.line, reason=unavailable))
             continue
         try:
-            safe = check_instance(lve, item, trust_code)
+            safe = check_instance(lve, item, trust_code, pool)
         except CustomCodeRefused as exc:
             unavailable = _reason(exc)
             report.skipped.append(_entry(item.file, item.line, reason=unavailable))
             continue
         except LVEFormatError as exc:
             report.errors.append(_entry(item.file, item.line, reason=str(exc)))
+            continue
+        except CheckerIsolationError as exc:  # crashed, hung, over a limit or raised: this instance only
+            report.errors.append(_entry(item.file, item.line, reason=f"{item.where}: {exc}"))
             continue
         except Exception as exc:
             kind = type(exc).__name__
@@ -159,18 +186,36 @@ def _line(exc: LVEFormatError) -> int | None:
     return int(tail[1]) if len(tail) == 2 and tail[1].isdigit() else None
 
 
-def verify(path: str | Path, trust_code: bool = False, progress: Callable[[Path], None] | None = None) -> VerifyReport:
+def verify(
+    path: str | Path,
+    trust_code: bool = False,
+    progress: Callable[[Path], None] | None = None,
+    pool: CheckerPool | None = None,
+) -> VerifyReport:
     """Verify every LVE at or below ``path`` (a test.json, an LVE folder or a repository).
 
-    ``progress`` is called with each test.json before it is verified. Raises
-    :class:`LVEFormatError` only if ``path`` does not exist.
+    Checkers run in worker processes of ``pool`` (the shared pool by default; see
+    :mod:`redline.lve.isolation`): a checker that crashes, hangs or exceeds a limit is an error
+    on its own instances. LVEs are verified side by side, as many as the pool has workers; the
+    report lists them in repository order. ``progress`` is called with each test.json, in
+    that order, as its LVE is done. Raises :class:`LVEFormatError` only if ``path`` does not
+    exist.
     """
     target = Path(path)
     root = target if target.is_dir() else target.parent
+    pool = pool or shared_pool()
+    tests = find_lves(target)
     report = VerifyReport()
-    for test_path in find_lves(target):
-        report.lves += 1
-        if progress is not None:
-            progress(test_path)
-        _verify_lve(report, test_path, root, trust_code)
+    executor = ThreadPoolExecutor(max_workers=pool.limits.workers, thread_name_prefix="redline-verify")
+    try:
+        parts = executor.map(lambda test_path: _verify_lve(test_path, root, trust_code, pool), tests)
+        for test_path, part in zip(tests, parts):
+            if progress is not None:
+                progress(test_path)
+            report.merge(part)
+    except BaseException:  # Ctrl-C: stop the workers, so no thread waits out a checker's timeout
+        pool.close()
+        executor.shutdown(wait=True, cancel_futures=True)
+        raise
+    executor.shutdown()
     return report

@@ -2,8 +2,9 @@
 
 Each LVE becomes one probe named ``lve.<path>``; its items are the parameter sets recorded in
 its instances (or the single empty set when it has no parameters). Generation runs the LVE's own
-prompt (multi-run and multi-variable included) and the LVE's checker judges each run: the score
-``lve.<Checker>`` is 1.0 when the run is unsafe. Responses are post-processed by the checker (PII
+prompt (multi-run and multi-variable included) and the LVE's checker judges each run in a worker process (:mod:`redline.lve.isolation`): the score
+``lve.<Checker>`` is 1.0 when the run is unsafe; a checker that crashes, hangs or exceeds a limit
+is an error on that attempt only. Responses are post-processed by the checker (PII
 redaction) before they are stored. An LVE that cannot be measured (a custom checker without
 ``--trust-code``, parameters with nothing recorded) is listed in the summary as not measured.
 """
@@ -15,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from redline.attempt import Attempt, Conversation, Message, Turn
+from redline.lve.isolation import CheckerIsolationError, checker_for
 from redline.lve.model import LVE, CustomCodeRefused, Instance, LVEFormatError, find_lves, load_lve
 from redline.lve.runner import run_lve
 from redline.probes.base import Probe, ProbeItem, Prompt
@@ -41,9 +43,11 @@ class LVEProbe(Probe):
         self.skip_reason: str | None = None
         self.checker = None
         try:
-            self.checker = lve.checker(trust_code=trust_code)
+            self.checker = checker_for(lve, trust_code=trust_code)
         except CustomCodeRefused as exc:
             self.skip_reason = str(exc)
+        except CheckerIsolationError as exc:  # its worker crashed or hung while loading it
+            self.skip_reason = f"{lve.test_path}: {exc}"
         if self.checker is not None and lve.prompt_parameters and not self._param_sets():
             self.skip_reason = f"{lve.test_path}: has prompt parameters but no recorded instances to take them from"
 

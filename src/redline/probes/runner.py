@@ -17,9 +17,9 @@ from typing import Any, Protocol
 
 from redline.attempt import ATTEMPT_COMPLETE, ATTEMPT_STARTED, Attempt
 from redline.detectors import Detector, DetectorUnavailable, get_detector
-from redline.errors import UsageError
+from redline.errors import RedlineError, UsageError
 from redline.evaluation import Evaluator
-from redline.generators import Generator, GeneratorError, GeneratorUnavailable
+from redline.generators import Generator, GeneratorUnavailable
 from redline.generators.cache import CACHE_SCOPE
 
 __all__ = ["AttemptRunner", "RunnableProbe"]
@@ -132,8 +132,9 @@ class AttemptRunner:
             attempt.detector_results[detector.name] = scores
 
     async def run_one(self, probe: RunnableProbe, attempt: Attempt) -> Attempt:
-        """Generate, detect and evaluate one attempt, then await ``on_done``. A failed request is
-        recorded on the attempt (``notes["error"]``) and does not raise;
+        """Generate, detect and evaluate one attempt, then await ``on_done``. A failed request (or
+        any other :class:`RedlineError`, e.g. an LVE checker's worker that crashed) is recorded on
+        the attempt (``notes["error"]``) and does not raise;
         :class:`GeneratorUnavailable` and :class:`DetectorUnavailable` do."""
         attempt.notes.pop("error", None)
         scope = CACHE_SCOPE.set(str(attempt.notes.get("repetition", 0)))
@@ -145,7 +146,7 @@ class AttemptRunner:
             attempt.status = ATTEMPT_COMPLETE
         except (GeneratorUnavailable, DetectorUnavailable):
             raise
-        except GeneratorError as exc:
+        except RedlineError as exc:  # a failed request, an LVE checker's worker: one line each
             attempt.notes["error"] = str(exc)
         except Exception as exc:  # a probe or detector bug must not lose the run
             attempt.notes["error"] = f"{type(exc).__name__}: {exc}"

@@ -13,6 +13,19 @@ Injection": a cell starting with ``= + - @``, tab or carriage return is prefixed
 The Markdown never puts model text in Markdown: prompts and outputs go inside fenced code blocks
 whose fence is longer than any run of backticks in the text, so no image, link or HTML in them
 is rendered.
+
+Control characters, bidi overrides and lone surrogates (:mod:`redline.textsafety`), per format.
+Every format is valid UTF-8 and safe to print on a terminal, whether written to a file or stdout:
+
+* JSON formats (``jsonl``, ``hitlog``, ``garak``, ``lve``; ``json`` is plain ASCII) are
+  **lossless**: such characters are written as JSON ``\\uXXXX`` escapes
+  (:func:`redline.textsafety.dumps`), which any JSON reader turns back into the very same text,
+  a lone surrogate included.
+* ``csv`` and ``md`` are read by people (a spreadsheet, a Markdown viewer) and are **made inert**
+  (:func:`redline.textsafety.inert`): ESC, carriage returns, other controls, bidi overrides,
+  zero-width and tag characters and lone surrogates are shown as Python escapes (``\\x1b``,
+  ``\\u202e``, ``\\udcff``); newlines, tabs and emoji joiners are kept. The exact text is in the
+  JSON formats and the store.
 """
 
 from __future__ import annotations
@@ -33,6 +46,7 @@ from redline.report.garak import export_garak
 from redline.report.rows import HIT, OutputRow, attempt_rows, detector_names, iter_output_rows
 from redline.report.summary import NOT_VALIDATED, build_summary
 from redline.store import Store
+from redline.textsafety import dumps, inert
 
 __all__ = [
     "CSV_FIELDS",
@@ -57,11 +71,13 @@ _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 
 def csv_safe(value: Any) -> Any:
-    """``value`` made safe for a spreadsheet: a string starting with a formula character gets a
-    leading ``'``; other values are returned unchanged."""
-    if isinstance(value, str) and value.startswith(_FORMULA_START):
-        return "'" + value
-    return value
+    """``value`` made safe for a spreadsheet: a string is made inert (controls, bidi overrides and
+    lone surrogates shown as escapes, :func:`~redline.textsafety.inert`) and, when it starts with a
+    formula character, gets a leading ``'``; other values are returned unchanged."""
+    if not isinstance(value, str):
+        return value
+    value = inert(value)
+    return "'" + value if value.startswith(_FORMULA_START) else value
 
 
 def export_json(store: Store, run_id: str) -> Iterator[str]:
@@ -73,7 +89,7 @@ def export_jsonl(store: Store, run_id: str) -> Iterator[str]:
     """Every stored attempt (errored ones included) as a JSON line, in (probe, seq) order."""
     store.get_run(run_id)
     for data in store.iter_attempt_dicts(run_id):
-        yield json.dumps(data, ensure_ascii=False) + "\n"
+        yield dumps(data) + "\n"
 
 
 def export_csv(store: Store, run_id: str) -> Iterator[str]:
@@ -130,7 +146,7 @@ def export_hitlog(store: Store, run_id: str) -> Iterator[str]:
     model = store.get_run(run_id).model
     for row in iter_output_rows(store, run_id):
         if row.is_hit:
-            yield json.dumps(_hit_record(row, model), ensure_ascii=False) + "\n"
+            yield dumps(_hit_record(row, model)) + "\n"
 
 
 # -- Markdown -------------------------------------------------------------------------------------
@@ -258,7 +274,7 @@ def export_markdown(store: Store, run_id: str, top_hits: int = 5, limit: int = 4
         f"<sub>redline {md_inline(__version__)} · full details: redline report {md_inline(run_id)} --html FILE</sub>",
         "",
     ]
-    yield "\n".join(lines)
+    yield inert("\n".join(lines))  # model names and texts: controls and bidi overrides shown as escapes
 
 
 # -- LVE instances --------------------------------------------------------------------------------
@@ -309,7 +325,7 @@ def export_lve(store: Store, run_id: str, author: str = "") -> Iterator[str]:
                 "passed": passed,
                 "author": author,
             }
-            yield json.dumps(instance, ensure_ascii=False) + "\n"
+            yield dumps(instance) + "\n"
     if not found:
         raise ReportError(f"run {run_id} has no LVE attempts (scan with --lve PATH to run LVEs)")
 

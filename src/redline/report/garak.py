@@ -19,18 +19,22 @@ Like garak, an output scoring at or above 0.5 on a detector is a fail for that d
 attempts are written with status 1 only: they were started but never completed. The init
 entry's ``garak_version`` is ``0.0.0+redline.<version>``: a valid version string that no real
 garak release has, so no reader mistakes the file for garak's own output.
+
+Lines are written with :func:`redline.textsafety.dumps`: lossless, with control and format
+characters and lone surrogates of model outputs as JSON ``\\uXXXX`` escapes (valid UTF-8, safe to
+print).
 """
 
 from __future__ import annotations
 
 import datetime as _dt
-import json
 import uuid as _uuid
 from collections.abc import Iterator
 
 from redline import __version__
 from redline.evaluation import wilson_interval
 from redline.store import Store
+from redline.textsafety import dumps
 
 __all__ = ["THRESHOLD", "export_garak", "garak_run_uuid"]
 
@@ -50,7 +54,7 @@ def _iso(timestamp: float) -> str:
 
 
 def _line(entry: dict) -> str:
-    return json.dumps(entry, ensure_ascii=False) + "\n"
+    return dumps(entry) + "\n"  # lossless; controls and lone surrogates as \uXXXX escapes
 
 
 def export_garak(store: Store, run_id: str) -> Iterator[str]:

@@ -13,6 +13,13 @@ Model outputs are hostile, so the page has two independent defences:
 
 Our own script (the filters) carries the nonce, only toggles ``hidden`` and sets
 ``textContent``: it never writes HTML.
+
+Characters that markup escaping leaves alone are made inert in the finished page
+(:func:`redline.textsafety.inert`): controls, bidi overrides (which would reorder what a reader
+sees), zero-width and tag characters, and lone surrogates (which no UTF-8 file can hold) are shown
+as Python escapes (``\\u202e``, ``\\udcff``); newlines, tabs and emoji joiners are kept. Our
+templates hold none of them, and the escape keeps its meaning inside the page's JSON and script
+strings. The exact text is in the store and the JSON exports.
 """
 
 from __future__ import annotations
@@ -32,6 +39,7 @@ from redline.report.formatting import pct, pct_interval, plural
 from redline.report.rows import HIT, family_of
 from redline.report.summary import NOT_VALIDATED, PooledRate, ProbeSummary, RunSummary, build_summary
 from redline.store import ProbeResultRecord, RunRecord, Store
+from redline.textsafety import inert
 
 __all__ = ["csp_policy", "environment", "new_nonce", "render_compare", "render_report", "report_context"]
 
@@ -435,7 +443,7 @@ def render_report(store: Store, run_id: str, *, hits_only: bool = False, nonce: 
     context = report_context(store, run_id, hits_only=hits_only)
     nonce = nonce or new_nonce()
     template = environment().get_template("report.html.j2")
-    return template.render(nonce=nonce, csp=csp_policy(nonce), **context)
+    return inert(template.render(nonce=nonce, csp=csp_policy(nonce), **context))
 
 
 def render_compare(comparison: dict, *, nonce: str | None = None) -> str:
@@ -443,7 +451,7 @@ def render_compare(comparison: dict, *, nonce: str | None = None) -> str:
     nonce = nonce or new_nonce()
     template = environment().get_template("compare.html.j2")
     a, b = comparison["run_a"], comparison["run_b"]
-    return template.render(
+    page = template.render(
         nonce=nonce,
         csp=csp_policy(nonce),
         title=f"redline comparison · {a['model']} vs {b['model']}",
@@ -452,3 +460,4 @@ def render_compare(comparison: dict, *, nonce: str | None = None) -> str:
         version=__version__,
         generated=_when(_dt.datetime.now().timestamp()),
     )
+    return inert(page)

@@ -44,12 +44,15 @@ from pathlib import Path
 from typing import Any
 
 from redline.attempt import Attempt
+from redline.datasets import MAX_DATASET_BYTES, MAX_VALUE_BYTES
 from redline.detectors.judges import disagreement
 from redline.evaluation import FAIL, PASS, wilson_interval
 from redline.report.errors import ReportError
 from redline.report.exports import csv_safe
 from redline.report.rows import attempt_rows
 from redline.store import LABEL_FAIL, LABEL_PASS, ReviewRecord, Store
+from redline.textsafety import dumps
+from redline.untrusted import UntrustedInputError, csv_field_limit, csv_lines, iter_lines, load_json
 
 __all__ = [
     "JSONL_SUFFIXES",
@@ -247,8 +250,9 @@ def _balance(hits: list[ReviewItem], passes: list[ReviewItem], reviewed: Mapping
 
 def sample_file(items: Sequence[ReviewItem], fmt: str = "csv") -> str:
     """``items`` as a file to label elsewhere: ``"csv"`` (spreadsheet-safe: a cell that starts
-    like a formula gets a leading ``'``) or ``"jsonl"``, with the columns :data:`SAMPLE_COLUMNS`
-    and an empty ``label`` and ``note``."""
+    like a formula gets a leading ``'``, controls and bidi overrides are shown as escapes) or
+    ``"jsonl"`` (lossless, :func:`redline.textsafety.dumps`), with the columns
+    :data:`SAMPLE_COLUMNS` and an empty ``label`` and ``note``."""
     rows = [
         {
             "run_id": item.run_id,
@@ -264,7 +268,7 @@ def sample_file(items: Sequence[ReviewItem], fmt: str = "csv") -> str:
         for item in items
     ]
     if fmt == "jsonl":
-        return "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
+        return "".join(dumps(row) + "\n" for row in rows)
     buffer = io.StringIO()
     writer = csv.DictWriter(buffer, fieldnames=SAMPLE_COLUMNS, lineterminator="\n")
     writer.writeheader()
@@ -312,36 +316,52 @@ def _int(row: Mapping[str, Any], column: str, default: int | None = None) -> int
         raise ValueError(f"{column} {value!r} is not a whole number") from None
 
 
-def _rows(path: Path) -> Iterator[tuple[int, Mapping[str, Any]]]:
-    """The rows of a CSV or JSONL labels file with the line each starts on."""
+def _bounded(lines: Iterator[Any], path: Path) -> Iterator[Any]:
+    """``lines`` of a labels file, bounded as a dataset is (:mod:`redline.untrusted`), a bad line
+    raised as a :class:`ReviewError` naming it."""
     try:
-        text = path.read_text(encoding="utf-8-sig")
+        for item in lines:
+            if isinstance(item, tuple) and isinstance(item[1], UntrustedInputError):
+                raise item[1]
+            yield item
     except OSError as exc:
         raise ReviewError(f"cannot read {path}: {exc.strerror or exc}") from None
-    except UnicodeDecodeError:
-        raise ReviewError(f"cannot read {path}: not UTF-8 text") from None
+    except UntrustedInputError as exc:  # too large, a line too long, not UTF-8, a NUL byte
+        raise ReviewError(f"{path}:{exc.line}: {exc.problem}" if exc.line else f"{path}: {exc.problem}") from None
+
+
+def _rows(path: Path) -> Iterator[tuple[int, Mapping[str, Any]]]:
+    """The rows of a CSV or JSONL labels file with the line each starts on."""
     if path.suffix.lower() in JSONL_SUFFIXES:
-        for number, line in enumerate(text.splitlines(), start=1):
+        for number, line in _bounded(iter_lines(path, max_line=MAX_VALUE_BYTES, max_file=MAX_DATASET_BYTES), path):
             if not line.strip():
                 continue
             try:
-                row = json.loads(line)
+                row = load_json(line)
             except json.JSONDecodeError as exc:
                 raise ReviewError(f"{path}:{number}: not a JSON object ({exc.msg})") from None
+            except UntrustedInputError as exc:  # nested too deeply, a number Python refuses
+                raise ReviewError(f"{path}:{number}: {exc.problem}") from None
             if not isinstance(row, dict):
                 raise ReviewError(f"{path}:{number}: not a JSON object")
             yield number, row
         return
-    reader = csv.DictReader(io.StringIO(text, newline=""))
-    if not reader.fieldnames:
-        raise ReviewError(f"{path}: empty file (need a header with probe, seq and label)")
-    missing = [c for c in ("probe", "seq", "label") if c not in [f.strip() for f in reader.fieldnames]]
-    if missing:
-        raise ReviewError(f"{path}:1: no column {', '.join(missing)} (the header has {', '.join(reader.fieldnames)})")
-    start = reader.line_num + 1
-    for row in reader:
-        yield start, {(k or "").strip(): v for k, v in row.items()}
-        start = reader.line_num + 1
+    with csv_field_limit(MAX_VALUE_BYTES):
+        reader = csv.DictReader(_bounded(csv_lines(path, max_line=MAX_VALUE_BYTES, max_file=MAX_DATASET_BYTES), path))
+        try:
+            if not reader.fieldnames:
+                raise ReviewError(f"{path}: empty file (need a header with probe, seq and label)")
+            missing = [c for c in ("probe", "seq", "label") if c not in [f.strip() for f in reader.fieldnames]]
+            if missing:
+                raise ReviewError(
+                    f"{path}:1: no column {', '.join(missing)} (the header has {', '.join(reader.fieldnames[:30])})"
+                )
+            start = reader.line_num + 1
+            for row in reader:
+                yield start, {(k or "").strip(): v for k, v in row.items()}
+                start = reader.line_num + 1
+        except csv.Error as exc:
+            raise ReviewError(f"{path}:{reader.line_num}: malformed CSV ({exc})") from None
 
 
 def read_labels(path: str | Path, store: Store, run_id: str, reviewer: str | None = None) -> list[ReviewRecord]:

@@ -2,10 +2,13 @@
 
 :class:`Store` (:mod:`.sqlite`) opens a store file and returns the typed records of
 :mod:`.records`; :class:`BatchWriter` (:mod:`.writer`) writes a scan's attempts by group commit;
-:mod:`.schema` holds the tables.
+:mod:`.schema` holds the tables; :mod:`.locks` the run locks of scans; :mod:`.integrity` turns a
+damaged file into one-line errors.
 """
 
 from redline.store.errors import RunNotFound, StoreError
+from redline.store.integrity import StoreDamaged
+from redline.store.locks import RunLocked
 from redline.store.records import (
     LABEL_FAIL,
     LABEL_PASS,
@@ -33,9 +36,11 @@ __all__ = [
     "ProbeResultRecord",
     "ReviewRecord",
     "RunListing",
+    "RunLocked",
     "RunNotFound",
     "RunRecord",
     "Store",
+    "StoreDamaged",
     "StoreError",
     "ValidationRecord",
 ]

@@ -32,11 +32,12 @@ LABEL_FAIL = "fail"
 #: A review label: the model did not fail on the output.
 LABEL_PASS = "pass"
 
-#: A run being scanned (or one whose process was killed before it could record an end).
+#: A run being scanned: its scan holds the run lock (:mod:`redline.store.locks`). A run stored as
+#: running whose lock nobody holds (its process was killed) is returned as :data:`RUN_INTERRUPTED`.
 RUN_RUNNING = "running"
 #: A run whose every probe finished, phase 4 included.
 RUN_COMPLETE = "complete"
-#: A run stopped before the end (an error, Ctrl-C); it can be resumed.
+#: A run stopped before the end (an error, Ctrl-C, a killed process); it can be resumed.
 RUN_INTERRUPTED = "interrupted"
 
 

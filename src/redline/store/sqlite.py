@@ -14,7 +14,14 @@ corrupt. (An operating-system crash or power loss may additionally lose the last
 
 API keys are never passed to the store: generators' :meth:`settings` leave them out and
 :meth:`create_run` refuses settings that look like secrets (a value that only references an
-environment variable, like ``"Bearer ${API_TOKEN}"``, is not a secret).
+environment variable, like ``"Bearer ${API_TOKEN}"``, is not a secret), and stores every URL of a
+run's configuration with the password of a ``user:password@`` replaced by ``***`` (a resumed run
+is given it again, see :mod:`redline.engine.pipeline`).
+
+Text is stored losslessly: attempts, results and cached outputs are JSON with every non-ASCII
+character escaped, so an output holding a lone surrogate (``"\\udcff"``, valid JSON from an API)
+is loaded back exactly as it was. Plain text columns (a run's model and message) hold UTF-8 only:
+lone surrogates are stored there as their ``\\udcff`` escape.
 """
 
 from __future__ import annotations
@@ -32,7 +39,10 @@ from typing import Any
 
 from redline.attempt import Attempt
 from redline.evaluation import FAIL
+from redline.generators.transport.secrets import mask_url
 from redline.store.errors import RunNotFound, StoreError
+from redline.store.integrity import GuardedConnection, StoreDamaged, check_integrity, store_error
+from redline.store.locks import RunLock, RunLocked, acquire, is_held
 from redline.store.records import (
     LABEL_FAIL,
     LABEL_PASS,
@@ -47,15 +57,21 @@ from redline.store.records import (
     ValidationRecord,
 )
 from redline.store.schema import INSERT_ATTEMPT, prepare
+from redline.textsafety import escape_surrogates
 
 __all__ = [
     "RUN_COMPLETE",
     "RUN_INTERRUPTED",
     "RUN_RUNNING",
+    "RunLocked",
     "RunNotFound",
     "Store",
+    "StoreDamaged",
     "StoreError",
 ]
+
+#: The message of a run shown as interrupted because its scan died without recording an end.
+DEAD_RUN_MESSAGE = "its scan stopped without recording an end (the process was killed or crashed)"
 
 _SECRET_KEY = re.compile(r"(api[_-]?key|secret|passw(or)?d|authorization|bearer|(^|[_-])token$|credential)", re.I)
 
@@ -90,6 +106,18 @@ def _only_env_reference(item: Any) -> bool:
     return len(rest) <= 16 and " " not in rest
 
 
+def _mask_urls(value: Any) -> Any:
+    """``value`` (a run's configuration) with the password of every URL in its strings replaced
+    by ``***`` (:func:`~redline.generators.transport.secrets.mask_url`)."""
+    if isinstance(value, str):
+        return mask_url(value)
+    if isinstance(value, dict):
+        return {key: _mask_urls(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_mask_urls(item) for item in value]
+    return value
+
+
 def _check_no_secrets(value: Any, path: str = "config") -> None:
     if isinstance(value, dict):
         for key, item in value.items():
@@ -105,20 +133,41 @@ def _check_no_secrets(value: Any, path: str = "config") -> None:
 class Store:
     """A redline store at ``path`` (created if missing; an existing file, written by this or an
     earlier version, is opened as it is). Raises :class:`StoreError` when the folder is missing
-    or the file is not a SQLite database."""
+    or the file is not a SQLite database.
+
+    Every SQLite error of a method (a damaged file, a locked or read-only one) is a one-line
+    :class:`StoreError` naming the file (:class:`StoreDamaged` for a damaged one); a scan calls
+    :meth:`check_integrity` before it writes. A run being scanned holds its run lock
+    (:mod:`redline.store.locks`): :meth:`create_run` and :meth:`claim_run` take it, :meth:`release_run`
+    and :meth:`close` let it go, and a run stored as ``running`` whose lock nobody holds (its
+    process was killed) is returned as ``interrupted``."""
 
     def __init__(self, path: str | os.PathLike = "redline.db") -> None:
         self.path = Path(path)
+        self._locks: dict[str, RunLock] = {}
+        if self.path.parent and not self.path.parent.exists():
+            raise StoreError(f"cannot open store {self.path}: folder {self.path.parent} does not exist")
         try:
-            if self.path.parent and not self.path.parent.exists():
-                raise StoreError(f"cannot open store {self.path}: folder {self.path.parent} does not exist")
-            self._db = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
-            prepare(self._db)
+            connection = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
         except sqlite3.DatabaseError as exc:
-            raise StoreError(f"cannot open store {self.path}: {exc}") from None
+            raise store_error(self.path, exc, "open") from None
+        try:
+            prepare(connection)
+        except sqlite3.DatabaseError as exc:
+            connection.close()
+            raise store_error(self.path, exc, "open") from None
+        self._db = GuardedConnection(connection, self.path)
 
     def close(self) -> None:
+        """Release the run locks this store holds and close the file."""
+        for run_id in list(self._locks):
+            self.release_run(run_id)
         self._db.close()
+
+    def check_integrity(self) -> None:
+        """Raise :class:`StoreDamaged` when the file is damaged (``PRAGMA quick_check``, see
+        :mod:`redline.store.integrity` for its cost); a scan calls it before it writes."""
+        check_integrity(self._db.raw, self.path)
 
     def __enter__(self) -> Store:
         return self
@@ -135,23 +184,57 @@ class Store:
             try:
                 yield
             except BaseException:
-                self._db.execute("ROLLBACK")
+                try:
+                    self._db.execute("ROLLBACK")
+                except StoreError:
+                    pass  # SQLite already rolled back (a full disk, a damaged page): report the cause
                 raise
             self._db.execute("COMMIT")
         except sqlite3.Error as exc:
-            raise StoreError(f"cannot write to store {self.path}: {exc}") from None
+            raise store_error(self.path, exc, "write to") from None
 
     # -- runs ------------------------------------------------------------------------------------
     def create_run(self, model: str, config: dict) -> str:
-        """Record a new run and return its id."""
+        """Record a new run and return its id. The store holds the run's lock from before the
+        run exists until :meth:`release_run` or :meth:`close`."""
         _check_no_secrets(config)
+        config = _mask_urls(config)  # a user:password@ in a URL is stored as user:***@
         run_id = _new_run_id()
+        self._locks[run_id] = acquire(self.path, run_id)
         now = time.time()
-        self._db.execute(
-            "INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, NULL)",
-            (run_id, now, now, model, RUN_RUNNING, json.dumps(config)),
-        )
+        try:
+            self._db.execute(
+                "INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, NULL)",
+                (run_id, now, now, escape_surrogates(mask_url(model)), RUN_RUNNING, json.dumps(config)),
+            )
+        except BaseException:
+            self.release_run(run_id)
+            raise
         return run_id
+
+    def claim_run(self, run_id: str) -> None:
+        """Take the lock of run ``run_id`` for a scan that continues it (nothing happens when this
+        store holds it already). Raises :class:`RunLocked`, naming the process, when another scan
+        holds it."""
+        if run_id not in self._locks:
+            self._locks[run_id] = acquire(self.path, run_id)
+
+    def release_run(self, run_id: str) -> None:
+        """Let go of the lock of run ``run_id`` (nothing happens when this store does not hold it)."""
+        lock = self._locks.pop(run_id, None)
+        if lock is not None:
+            lock.release()
+
+    def is_live(self, run_id: str) -> bool:
+        """Whether a scan (this process's or another's) holds the lock of run ``run_id``."""
+        return run_id in self._locks or is_held(self.path, run_id)
+
+    def _shown(self, run_id: str, status: str, message: str | None) -> tuple[str, str | None]:
+        """The status and message of a run as users see them: a run stored as ``running`` whose
+        lock nobody holds was killed (the store keeps the stored value until a scan resumes it)."""
+        if status == RUN_RUNNING and not self.is_live(run_id):
+            return RUN_INTERRUPTED, message or DEAD_RUN_MESSAGE
+        return status, message
 
     def get_run(self, run_id: str) -> RunRecord:
         """The run ``run_id``; raises :class:`RunNotFound` (naming the store) when there is none."""
@@ -161,14 +244,15 @@ class Store:
         ).fetchone()
         if row is None:
             raise RunNotFound(f"no run {run_id!r} in {self.path} (see 'redline runs --store {self.path}')")
+        status, message = self._shown(row[0], row[4], row[6])
         return RunRecord(
             run_id=row[0],
             created=row[1],
             updated=row[2],
             model=row[3],
-            status=row[4],
+            status=status,
             config=json.loads(row[5]),
-            message=row[6],
+            message=message,
         )
 
     def list_runs(self) -> list[RunListing]:
@@ -180,12 +264,24 @@ class Store:
                GROUP BY r.run_id ORDER BY r.created DESC"""
         ).fetchall()
         return [
-            RunListing(run_id=r[0], created=r[1], model=r[2], status=r[3], attempts=r[4], failed=r[5], errored=r[6])
+            RunListing(
+                run_id=r[0],
+                created=r[1],
+                model=r[2],
+                status=self._shown(r[0], r[3], None)[0],
+                attempts=r[4],
+                failed=r[5],
+                errored=r[6],
+            )
             for r in rows
         ]
 
     def set_run_status(self, run_id: str, status: str, message: str | None = None) -> None:
-        """Set the run's status (``RUN_*``) and message (``None`` clears it) and its update time."""
+        """Set the run's status (``RUN_*``) and message (``None`` clears it) and its update time.
+        The message (an error's, which may quote an endpoint) is stored with URL passwords masked
+        and lone surrogates escaped (a SQLite text holds UTF-8 only)."""
+        if message is not None:
+            message = escape_surrogates(mask_url(message))
         self._db.execute(
             "UPDATE runs SET status = ?, message = ?, updated = ? WHERE run_id = ?",
             (status, message, time.time(), run_id),

@@ -155,3 +155,27 @@ def test_signature_helpers():
     assert compile_lambda("lambda **kw: 1").accepts("anything")
     with pytest.raises(TypeError, match="cannot be called"):
         func.bind_check("x", c=1)
+
+
+@pytest.mark.parametrize(
+    ("source", "needle"),
+    [
+        ("lambda r: [0 for re.search in [lambda *a, **k: True]] and True", "assigning to an attribute"),
+        ("lambda r: [0 for json.loads in [len]]", "assigning to an attribute"),
+        ("lambda r, d: [0 for d['k'] in [1]]", "assigning to an item"),
+        ("lambda r: " + "-" * 4000 + "1", "nested too deeply"),
+        ("lambda r: " + "not " * 150 + "r", "nested 15"),
+    ],
+)
+def test_lambdas_that_rebind_shared_objects_or_nest_too_deeply_are_refused(source, needle):
+    with pytest.raises(UnsafeLambdaError, match=needle):
+        compile_lambda(source)
+
+
+def test_each_lambda_has_its_own_module_stand_ins():
+    first = compile_lambda("lambda r: re.search('x', r) is not None")
+    second = compile_lambda("lambda r: re.search('x', r) is not None")
+    stand_in = first._function.__globals__["re"]
+    assert stand_in is not second._function.__globals__["re"]
+    stand_in.search = lambda *args: None  # what a lambda could do if the static checks missed it
+    assert first("x") is False and second("x") is True

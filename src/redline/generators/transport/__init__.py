@@ -10,19 +10,33 @@ from redline.generators.transport.ratelimit import RateLimiter, estimate_tokens
 from redline.generators.transport.remote import RemoteGenerator
 from redline.generators.transport.retry import (
     RETRY_STATUSES,
+    MalformedResponse,
     RetryPolicy,
     TransientFailure,
     is_transient_status,
     parse_retry_after,
     retry_delay,
 )
-from redline.generators.transport.secrets import ENV_REFERENCE, env_references, expand_env, header_safe
+from redline.generators.transport.secrets import (
+    ENV_REFERENCE,
+    MASK,
+    env_references,
+    expand_env,
+    has_masked_userinfo,
+    header_safe,
+    mask_url,
+    redact,
+    redact_data,
+    url_secrets,
+)
 
 __all__ = [
     "ENV_REFERENCE",
+    "MASK",
     "RETRY_STATUSES",
     "TRANSPORT_OPTIONS",
     "HTTPGenerator",
+    "MalformedResponse",
     "RateLimiter",
     "RemoteGenerator",
     "RetryPolicy",
@@ -30,10 +44,15 @@ __all__ = [
     "env_references",
     "estimate_tokens",
     "expand_env",
+    "has_masked_userinfo",
     "header_safe",
     "is_transient_status",
+    "mask_url",
     "number_option",
     "parse_retry_after",
     "read_transport_options",
+    "redact",
+    "redact_data",
     "retry_delay",
+    "url_secrets",
 ]

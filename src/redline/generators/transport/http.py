@@ -1,13 +1,18 @@
 """The HTTP client every remote generator shares: :class:`HTTPGenerator`.
 
 One pooled ``httpx.AsyncClient`` (keep-alive) per generator; a per-request timeout; retries with
-exponential backoff and full jitter on 408/409/425/429, 5xx, timeouts and dropped connections,
+exponential backoff and full jitter on 408/409/425/429, 5xx, timeouts, dropped connections and
+malformed 2xx answers (not JSON, or without the fields the backend reads: :class:`MalformedResponse`),
 honouring the server's ``Retry-After`` (which also pauses the generator's other requests);
 client-side rate limits (``rpm``, ``tpm``) and an optional cap on requests in flight. After
 ``max_retries`` a request raises :class:`GeneratorError` (the attempt is recorded as errored, the
-run goes on), as does a malformed answer. A refused key (401/403), an unknown path or model (404)
+run goes on), as does an error object in a 2xx answer, at once. A refused key (401/403), an unknown path or model (404)
 and an endpoint nobody answers at raise :class:`GeneratorUnavailable` (the run stops and can be
-resumed). Every message it raises is masked: it never holds the key or a ``${VAR}`` value.
+resumed). Every message it raises is masked: it never holds the key, a ``${VAR}`` value or the
+password of a ``user:password@`` in ``base_url``, and every output is masked the same way
+(:meth:`RemoteGenerator.generate`): an endpoint that echoes the request cannot put a secret into
+an output, the cache or a report. The stored settings hold ``base_url`` with its password
+replaced by ``***``.
 
 httpx is imported when a client starts, not with this module: ``redline --help`` stays fast.
 """
@@ -17,13 +22,19 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 from redline.generators.base import GeneratorError, GeneratorUnavailable
 from redline.generators.options import GeneratorOption
 from redline.generators.transport.remote import RemoteGenerator
-from redline.generators.transport.retry import TransientFailure, is_transient_status, parse_retry_after
-from redline.generators.transport.secrets import env_references, expand_env, header_safe
+from redline.generators.transport.retry import (
+    MalformedResponse,
+    TransientFailure,
+    is_transient_status,
+    parse_retry_after,
+)
+from redline.generators.transport.secrets import env_references, expand_env, header_safe, mask_url
 
 __all__ = ["HTTPGenerator"]
 
@@ -83,19 +94,14 @@ class HTTPGenerator(RemoteGenerator):
         return key or None
 
     def _secrets(self) -> list[str]:
-        """Secret values this generator sends (to be masked in any message it records): the key
-        and every environment variable a header refers to."""
-        names = [self.api_key_env] if self.api_key_env else []
+        """Secret values this generator sends (masked in any message it records and in every
+        answer): the key, the userinfo of ``base_url`` and every environment variable a header
+        refers to."""
+        names: list[str] = []
         for value in self.header_templates.values():
             names.extend(env_references(value))
         found = [(os.environ.get(name) or "").strip() for name in names]
-        return [secret for secret in found if len(secret) >= 4]
-
-    def redact(self, text: str) -> str:
-        """``text`` with every secret this generator sends replaced by ``***``."""
-        for secret in self._secrets():
-            text = text.replace(secret, "***")
-        return text
+        return super()._secrets() + [secret for secret in found if secret]
 
     def _headers(self) -> dict[str, str]:
         """Headers sent with every request: the key as a bearer token when there is one, then the
@@ -128,6 +134,15 @@ class HTTPGenerator(RemoteGenerator):
             )
 
     async def start(self) -> None:
+        try:
+            await self._start()
+        except GeneratorUnavailable as exc:  # e.g. "cannot reach URL": the URL's password masked
+            message = self.redact(str(exc))
+            if message == str(exc):
+                raise
+            raise GeneratorUnavailable(message) from None
+
+    async def _start(self) -> None:
         if self._client is not None:
             return
         if self._start_lock is None:
@@ -173,6 +188,10 @@ class HTTPGenerator(RemoteGenerator):
                 await asyncio.sleep(0.2 * (attempt + 1))
             except httpx.HTTPError:
                 return
+            except httpx.InvalidURL as exc:  # e.g. a control character in --base-url
+                raise GeneratorUnavailable(
+                    f"{self.family}: base_url is not a usable URL ({exc}): check --base-url"
+                ) from None
 
     async def aclose(self) -> None:
         if self._client is not None:
@@ -180,25 +199,37 @@ class HTTPGenerator(RemoteGenerator):
             self._client = None
 
     # -- one request, with retries ---------------------------------------------------------------
-    async def post_json(self, url: str, body: Any, estimated_tokens: int = 0) -> Any:
-        """POST ``body`` as JSON to ``url`` (absolute) and return the answer's parsed JSON.
+    async def post_json(
+        self, url: str, body: Any, estimated_tokens: int = 0, parse: Callable[[Any], Any] | None = None
+    ) -> Any:
+        """POST ``body`` as JSON to ``url`` (absolute) and return the answer's parsed JSON, or
+        ``parse(json)`` when ``parse`` is given.
 
-        Retries as described in the module docstring. Raises :class:`GeneratorError` when the
-        request fails for good or the answer is not JSON, :class:`GeneratorUnavailable` when the
-        endpoint refuses the key, does not exist or cannot be reached.
+        Retries as described in the module docstring; a successful answer that is not JSON, or
+        whose JSON ``parse`` rejects with :class:`MalformedResponse`, is retried like a 5xx. Raises
+        :class:`GeneratorError` when the request fails for good (malformed every time included) or
+        the server answers an error object, :class:`GeneratorUnavailable` when the endpoint refuses
+        the key, does not exist or cannot be reached.
         """
-        return await self.send(url, json.dumps(body).encode(), estimated_tokens)
+        return await self.send(url, json.dumps(body).encode(), estimated_tokens, parse=parse)
 
     async def send(
-        self, url: str, content: bytes, estimated_tokens: int = 0, method: str = "POST", as_text: bool = False
+        self,
+        url: str,
+        content: bytes,
+        estimated_tokens: int = 0,
+        method: str = "POST",
+        as_text: bool = False,
+        parse: Callable[[Any], Any] | None = None,
     ) -> Any:
         """Send ``content`` (JSON bytes) with ``method`` to ``url`` with retries; return the parsed
-        JSON of the answer, or its text when ``as_text``. Errors as for :meth:`post_json`; their
-        messages never hold a secret (an answer that echoes the key is masked)."""
+        JSON of the answer (``parse(json)`` when given), or its text when ``as_text``. Errors as for
+        :meth:`post_json`; their messages never hold a secret (an answer that echoes the key is
+        masked)."""
         import httpx
 
         try:
-            return await self._send(url, content, estimated_tokens, method, as_text)
+            answer = await self._send(url, content, estimated_tokens, method, as_text, parse)
         except (GeneratorError, GeneratorUnavailable) as exc:
             message = self.redact(str(exc))
             if message == str(exc):
@@ -206,10 +237,21 @@ class HTTPGenerator(RemoteGenerator):
             raise type(exc)(message) from None
         except httpx.HTTPError as exc:  # e.g. LocalProtocolError, whose text quotes the headers
             raise GeneratorError(
-                f"request to {url} failed: {type(exc).__name__}: {self.redact(str(exc))[:200]}"
+                f"request to {self.redact(url)} failed: {type(exc).__name__}: {self.redact(str(exc))[:200]}"
             ) from None
+        except httpx.InvalidURL as exc:  # not an HTTPError: a URL httpx cannot send to
+            raise GeneratorUnavailable(f"{self.family}: cannot send to {self.redact(url)}: {exc}") from None
+        return answer
 
-    async def _send(self, url: str, content: bytes, estimated_tokens: int, method: str, as_text: bool) -> Any:
+    async def _send(
+        self,
+        url: str,
+        content: bytes,
+        estimated_tokens: int,
+        method: str,
+        as_text: bool,
+        parse: Callable[[Any], Any] | None = None,
+    ) -> Any:
         import httpx
 
         await self.start()
@@ -237,9 +279,12 @@ class HTTPGenerator(RemoteGenerator):
             if status < 300:
                 if as_text:
                     return response.text
-                data = self._json(response, url)
-                self.limiter.settle(estimated_tokens, self._usage_tokens(data))
-                return data
+                try:
+                    data = self._json(response, url)
+                    self.limiter.settle(estimated_tokens, self._usage_tokens(data))
+                    return data if parse is None else parse(data)
+                except MalformedResponse as exc:  # a truncated or garbled body: worth another try
+                    raise TransientFailure(str(exc)) from None
             if status in (401, 403):
                 raise GeneratorUnavailable(
                     f"{self.base_url} refused the key in {self.api_key_env or 'the request'} (HTTP {status})"
@@ -258,8 +303,8 @@ class HTTPGenerator(RemoteGenerator):
     def _json(self, response: Any, url: str) -> Any:
         try:
             data = response.json()
-        except ValueError:
-            raise GeneratorError(f"malformed response from {url}: not JSON: {response.text[:200]!r}") from None
+        except (ValueError, RecursionError):
+            raise MalformedResponse(f"malformed response from {url}: not JSON: {response.text[:200]!r}") from None
         if isinstance(data, dict) and data.get("error") and not data.get("choices"):
             error = data["error"]
             message = error.get("message") if isinstance(error, dict) else error
@@ -277,7 +322,7 @@ class HTTPGenerator(RemoteGenerator):
 
     def settings(self) -> dict:
         values = {
-            "base_url": self.base_url,
+            "base_url": mask_url(self.base_url),  # a user:password@ is stored as user:***@
             "api_key_env": self.api_key_env or None,
             "max_tokens": self.max_tokens,
             "temperature": self.temperature,

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+import os
 from typing import Any, ClassVar
 
-from redline.generators.base import Generator
+from redline.attempt import Conversation, Message
+from redline.generators.base import Generator, GeneratorError, GeneratorUnavailable
 from redline.generators.options import SAMPLING_OPTIONS, GeneratorOption
 from redline.generators.transport.options import ENDPOINT_OPTIONS, TRANSPORT_OPTION_SPECS
 from redline.generators.transport.ratelimit import RateLimiter
 from redline.generators.transport.retry import RetryPolicy
+from redline.generators.transport.secrets import OUTPUT_SECRET_MIN, SECRET_MIN, redact, redact_data, url_secrets
 
 __all__ = ["RemoteGenerator"]
 
@@ -24,6 +27,9 @@ class RemoteGenerator(Generator):
     the requests in flight when ``concurrency`` is set. Takes no option it does not declare.
     :attr:`retry_policy` is the :class:`RetryPolicy` of the current option values; a retry counts
     in :attr:`retries`. One request may give several outputs (:attr:`supports_n`).
+
+    Secrets: :meth:`generate` masks the key and the URL's password (and what a subclass adds to
+    :meth:`_secrets`) in every output and error message, where outputs enter redline.
     """
 
     option_specs: ClassVar[tuple[GeneratorOption, ...]] = ENDPOINT_OPTIONS + SAMPLING_OPTIONS + TRANSPORT_OPTION_SPECS
@@ -55,3 +61,50 @@ class RemoteGenerator(Generator):
 
     def _count_retry(self) -> None:
         self.retries += 1
+
+    # -- secrets ---------------------------------------------------------------------------------
+    def _secrets(self) -> list[str]:
+        """Secret values this generator sends, to be masked wherever they come back: the key in
+        the ``api_key_env`` variable and the userinfo of ``base_url`` (a subclass that sends more,
+        such as ``${VAR}`` headers, adds them). Read now: a key changed since is still masked."""
+        found: list[str] = []
+        key_env = getattr(self, "api_key_env", None)
+        if key_env:
+            found.append((os.environ.get(key_env) or "").strip())
+        found += url_secrets(getattr(self, "base_url", None))
+        return [secret for secret in found if secret]
+
+    def redact(self, text: str) -> str:
+        """``text`` (a message) with every secret this generator sends (at least
+        :data:`~redline.generators.transport.secrets.SECRET_MIN` characters) replaced by ``***``,
+        and the password of every URL in it masked."""
+        return redact(text, self._secrets(), SECRET_MIN)
+
+    def redact_outputs(self, outputs: list[Message | None]) -> list[Message | None]:
+        """``outputs`` with every secret this generator sends (at least
+        :data:`~redline.generators.transport.secrets.OUTPUT_SECRET_MIN` characters) replaced by
+        ``***`` in each text and note; the messages are changed in place."""
+        secrets = [secret for secret in self._secrets() if len(secret) >= OUTPUT_SECRET_MIN]
+        for message in outputs:
+            if message is None:
+                continue
+            if message.text:
+                message.text = redact(message.text, secrets, OUTPUT_SECRET_MIN, urls=False)
+            if message.notes:
+                message.notes = redact_data(message.notes, secrets, OUTPUT_SECRET_MIN)
+        return outputs
+
+    async def generate(self, conversation: Conversation, n: int = 1) -> list[Message | None]:
+        """:meth:`Generator.generate`, masked where outputs enter redline: every secret this
+        generator sends is replaced by ``***`` in the outputs (:meth:`redact_outputs`) and in the
+        message of any error it raises (:meth:`redact`). So what an endpoint echoes of the request
+        reaches neither the detectors, the cache, the store nor a report; detectors score the
+        masked text on purpose (an echoed key is the endpoint's doing, not the model's)."""
+        try:
+            outputs = await super().generate(conversation, n)
+        except (GeneratorError, GeneratorUnavailable) as exc:
+            message = self.redact(str(exc))
+            if message == str(exc):
+                raise
+            raise type(exc)(message) from None
+        return self.redact_outputs(outputs)

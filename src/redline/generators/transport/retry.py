@@ -5,7 +5,9 @@ A backend writes one try of a request as a coroutine function and hands it to
 :meth:`RetryPolicy.call`. The try returns the answer, or raises :class:`TransientFailure` for a
 failure worth another try (a status in :data:`RETRY_STATUSES`, a timeout, a dropped connection),
 or raises anything else, which ends the request at once (:class:`GeneratorError` for a bad
-request, :class:`GeneratorUnavailable` for a refused key). How a backend's own failures map onto
+request, :class:`GeneratorUnavailable` for a refused key). A successful answer that cannot be read
+(:class:`MalformedResponse`: a truncated body, a proxy's HTML page, JSON without the expected
+fields) is a transient failure too. How a backend's own failures map onto
 these is the backend's business (HTTP statuses and httpx errors in
 :mod:`redline.generators.transport.http`, LiteLLM's exception classes in
 :mod:`redline.generators.litellm`); when and how long to wait, and what to say after the last try,
@@ -27,6 +29,7 @@ from redline.generators.transport.ratelimit import RateLimiter
 
 __all__ = [
     "RETRY_STATUSES",
+    "MalformedResponse",
     "RetryPolicy",
     "TransientFailure",
     "is_transient_status",
@@ -58,6 +61,15 @@ class TransientFailure(GeneratorError):
         super().__init__(message)
         self.retry_after = retry_after
         self.throttled = throttled
+
+
+class MalformedResponse(GeneratorError):
+    """A successful answer (HTTP 2xx) that cannot be read: not JSON, or JSON without the fields the
+    backend needs. A backend's parser raises it; the transport turns it into a
+    :class:`TransientFailure`, so the request is tried again with the same backoff and budget as
+    a 5xx, and after the last try the attempt records the problem (``"malformed response from
+    URL: ... (after N tries)"``). A server answering an error object is not malformed: that is
+    a :class:`GeneratorError` at once."""
 
 
 @dataclass(frozen=True)

@@ -1,18 +1,60 @@
-"""Secrets a request carries: API keys and ``${VAR}`` references to environment variables.
+"""Secrets a request carries: API keys, ``${VAR}`` references to environment variables, and a
+``user:password@`` in an endpoint's URL.
 
 Values are read from the environment when a generator starts and are never written to the store,
-logs or reports: a configuration keeps the ``${VAR}`` form, and every message a generator
-records passes through its ``redact``.
+logs or reports: a configuration keeps the ``${VAR}`` form, a URL is stored with its password
+replaced by ``***`` (:func:`mask_url`), and every message a generator records passes through its
+``redact``.
+
+An endpoint may also echo the request back (a debugging proxy, a hostile server, a model told to
+repeat its headers). So every answer is masked where it enters redline, in the transport, before a
+backend reads outputs from it (:func:`redact_data`): the stored outputs, the cache, every report
+and export, and the detectors, see ``***`` instead of the key, a ``${VAR}`` header's value, the
+URL's password or the ``Basic`` credentials built from it. Detectors score the masked text on
+purpose: a key the endpoint echoed is the endpoint's behaviour, not the model's. In outputs only
+values of at least :data:`OUTPUT_SECRET_MIN` characters are masked: shorter ones are placeholders
+(``EMPTY``, ``ollama``, ``test``), and masking them would rewrite ordinary words of an answer; and
+only the secrets redline sent: a credential the model writes itself (``ftp://user:pass@host``) is
+what a leakage detector looks for, and is kept.
 """
 
 from __future__ import annotations
 
+import base64
 import os
 import re
+from collections.abc import Iterable
+from typing import Any
+from urllib.parse import unquote, urlsplit
 
 from redline.generators.base import GeneratorUnavailable
 
-__all__ = ["ENV_REFERENCE", "env_references", "expand_env", "header_safe"]
+__all__ = [
+    "ENV_REFERENCE",
+    "MASK",
+    "OUTPUT_SECRET_MIN",
+    "SECRET_MIN",
+    "env_references",
+    "expand_env",
+    "has_masked_userinfo",
+    "header_safe",
+    "mask_url",
+    "redact",
+    "redact_data",
+    "url_secrets",
+]
+
+#: What a secret is replaced by.
+MASK = "***"
+#: Secrets shorter than this are not masked in messages (a one-letter value would mask every
+#: occurrence of that letter).
+SECRET_MIN = 4
+#: Secrets shorter than this are not masked in model outputs (see the module docstring).
+OUTPUT_SECRET_MIN = 8
+
+# scheme://USER:PASSWORD@ or scheme://TOKEN@ in a URL, also inside a longer text. The password
+# runs to the last "@" before the path, as urllib and httpx read it.
+_USERINFO = re.compile(r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.-]*://)(?P<userinfo>[^/?#\s]*)@(?![^/?#\s]*@)")
 
 #: A ``${VAR}`` reference to an environment variable.
 ENV_REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
@@ -49,3 +91,76 @@ def expand_env(value: str, where: str) -> str:
         return text
 
     return ENV_REFERENCE.sub(replace, value)
+
+
+def _mask_userinfo(match: re.Match[str]) -> str:
+    user, colon, password = match.group("userinfo").partition(":")
+    if colon:
+        return f"{match.group('scheme')}{user}:{MASK}@" if password else match.group()
+    return f"{match.group('scheme')}{MASK}@" if user else match.group()  # a lone token: https://TOKEN@host
+
+
+def mask_url(text: str) -> str:
+    """``text`` (a URL, or a message quoting URLs) with the password of every ``user:password@``
+    replaced by ``***`` (``https://user:***@host/v1``), and a userinfo without a password, often a
+    token (``https://TOKEN@host``), replaced whole."""
+    return _USERINFO.sub(_mask_userinfo, text) if "@" in text else text
+
+
+def has_masked_userinfo(url: str) -> bool:
+    """True when ``url`` holds a userinfo :func:`mask_url` masked (its password is lost)."""
+    match = _USERINFO.search(url)
+    if match is None:
+        return False
+    user, colon, password = match.group("userinfo").partition(":")
+    return (password if colon else user) == MASK
+
+
+def url_secrets(url: str | None) -> list[str]:
+    """The secrets in ``url``'s userinfo as a server may echo them: the password (as written and
+    percent-decoded; a lone token when there is no password), and the ``Basic`` credentials an
+    HTTP client builds from ``user:password`` (base64)."""
+    if not url or "@" not in url:
+        return []
+    try:
+        parts = urlsplit(url)
+        user, password = parts.username, parts.password
+    except ValueError:
+        return []
+    found: list[str] = []
+    if password is None:
+        if user:
+            found += [user, unquote(user)]
+        return found
+    found += [password, unquote(password)]
+    for pair in (f"{user or ''}:{password}", f"{unquote(user or '')}:{unquote(password)}"):
+        found.append(base64.b64encode(pair.encode("utf-8", "surrogatepass")).decode("ascii"))
+    return found
+
+
+def redact(text: str, secrets: Iterable[str], minimum: int = SECRET_MIN, *, urls: bool = True) -> str:
+    """``text`` with every secret of at least ``minimum`` characters replaced by ``***`` (the
+    longest first, so that a secret holding another is masked whole) and, with ``urls`` (for a
+    message), the password of any URL in it masked (:func:`mask_url`). A model output is redacted
+    without ``urls``: a credential the model itself wrote is evidence for the detectors."""
+    for secret in sorted({s for s in secrets if len(s) >= minimum}, key=len, reverse=True):
+        if secret in text:
+            text = text.replace(secret, MASK)
+    return mask_url(text) if urls else text
+
+
+def redact_data(value: Any, secrets: Iterable[str], minimum: int = OUTPUT_SECRET_MIN, *, urls: bool = False) -> Any:
+    """``value`` (parsed JSON: dicts, lists, strings, numbers) with :func:`redact` applied to
+    every string in it, keys included; other values are returned as they are."""
+    found = [s for s in secrets if len(s) >= minimum]
+
+    def walk(node: Any) -> Any:
+        if isinstance(node, str):
+            return redact(node, found, minimum, urls=urls)
+        if isinstance(node, dict):
+            return {walk(k) if isinstance(k, str) else k: walk(v) for k, v in node.items()}
+        if isinstance(node, list):
+            return [walk(item) for item in node]
+        return node
+
+    return walk(value)

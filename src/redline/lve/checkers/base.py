@@ -71,6 +71,10 @@ class BaseChecker:
     postprocessing: ClassVar[bool] = False
     #: Loaded from an LVE's own ``checker/checker.py``.
     custom: ClassVar[bool] = False
+    #: Runs in a worker process of :mod:`redline.lve.isolation` when used for an LVE (its
+    #: arguments or code come from a shared file). Only redline's own model-backed checkers,
+    #: whose arguments cannot run code, set it False.
+    isolated: ClassVar[bool] = True
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)

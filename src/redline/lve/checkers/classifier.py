@@ -23,6 +23,7 @@ class ClassifierChecker(BaseChecker):
 
     keyword = ""
     default_model = ""
+    isolated = False  # redline's own code; its model loads once per scan, not per LVE worker
 
     def __init__(self, threshold: float = 0.5, model: str | None = None, label: str | None = None) -> None:
         super().__init__()

@@ -23,14 +23,15 @@ __all__ = ["LambdaChecker", "MultiRunLambdaChecker", "NumberChecker", "evaluate_
 
 def evaluate_predicate(func: SafeLambda, first: Any, params: dict[str, Any]) -> bool:
     """``bool(func(first, **params))``; False if the lambda raises, :class:`CheckerError` if
-    the call does not bind, :class:`LambdaLimitError` if it exceeds a bound."""
+    the call does not bind, :class:`LambdaLimitError` (or :class:`MemoryError`, in a worker
+    whose memory is limited) if it exceeds a bound."""
     try:
         func.bind_check(first, **params)
     except TypeError as exc:
         raise CheckerError(str(exc)) from None
     try:
         return bool(func(first, **params))
-    except LambdaLimitError:
+    except (LambdaLimitError, MemoryError):  # a bound, not an answer: never a verdict
         raise
     except Exception:
         return False
@@ -126,7 +127,7 @@ class NumberChecker(BaseChecker):
         try:
             func.bind_check(**kwargs)
             value = func(**kwargs)
-        except LambdaLimitError:
+        except (LambdaLimitError, MemoryError):
             raise
         except Exception as exc:
             raise CheckerError(f"expected_value_func failed: {type(exc).__name__}: {exc}") from None

@@ -27,6 +27,8 @@ class PII_Checker(BaseChecker):
     PII when recorded, so re-checking it stays unsafe.
     """
 
+    isolated = False  # redline's own code; Presidio loads once per scan, not per LVE worker
+
     def __init__(self, entities: Sequence[str] | None = None, threshold: float = 0.0) -> None:
         super().__init__()
         if entities is not None and (isinstance(entities, str) or not all(isinstance(e, str) for e in entities)):

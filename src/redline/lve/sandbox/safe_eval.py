@@ -7,7 +7,9 @@ with runtime bounds:
 
 Static check (anything else raises :class:`UnsafeLambdaError`, and nothing runs):
 
-* the source is one ``lambda`` expression (at most 10,000 characters);
+* the source is one ``lambda`` expression (at most 10,000 characters, nested at most 100
+  levels deep: deeper trees can exhaust the interpreter's stack while compiling);
+* only names are assigned (comprehension and walrus targets): ``for re.search in …`` is refused;
 * only expression syntax: no imports or statements can appear in a lambda anyway, and
   ``await``/``yield`` are refused;
 * every name is a lambda parameter, a comprehension/walrus variable, or one of
@@ -31,8 +33,13 @@ call, ``**``/``*``/``<<``/``+``/``%`` and every comprehension so that
   calls on large arguments against a work budget, so nested loops and runaway recursion stop;
 * ``range`` is capped, and printf-style ``%`` formatting of strings is refused.
 
-Regular expressions written by the LVE author run as given (a catastrophic pattern can still be
-slow on a long response); everything else a lambda can do is bounded.
+Each compiled lambda gets its own stand-ins for ``re``, ``math`` and ``json``.
+
+These checks are the first line of defence only. Regular expressions written by the LVE author
+run as given (a catastrophic pattern can be slow), and C code called by a lambda can still use
+memory or time the meters do not see: the guarantee is the process boundary of
+:mod:`redline.lve.isolation`, where every LVE's checker runs in its own worker process with OS
+limits and a timeout per call.
 """
 
 from __future__ import annotations
@@ -75,6 +82,7 @@ class Limits:
     """Runtime bounds for one evaluation of a lambda."""
 
     max_source: int = 10_000
+    max_depth: int = 100  # nesting of the syntax tree (compiling a deeper one can exhaust the stack)
     max_size: int = 1_000_000  # items of a str/bytes/list/… result, and of range()
     max_int_bits: int = 64_000  # about 19,000 decimal digits
     max_steps: int = 500_000  # calls + comprehension items
@@ -393,6 +401,25 @@ def _check_names(nodes: list[ast.AST], bound: set[str]) -> None:
             _refuse_name(node.arg, "keyword")
 
 
+def _check_targets(nodes: list[ast.AST]) -> None:
+    """Only names are assigned (comprehension and walrus targets): ``for re.search in …`` or
+    ``for d["k"] in …`` would rebind a shared object for every later call."""
+    for node in nodes:
+        if isinstance(node, (ast.Attribute, ast.Subscript)) and not isinstance(node.ctx, ast.Load):
+            what = "an attribute" if isinstance(node, ast.Attribute) else "an item"
+            raise UnsafeLambdaError(f"assigning to {what} is forbidden in a checker lambda (only names are assigned)")
+
+
+def _depth(tree: ast.AST) -> int:
+    """The nesting depth of ``tree`` (iterative: a deep tree must not exhaust the stack)."""
+    deepest, todo = 0, [(tree, 1)]
+    while todo:
+        node, depth = todo.pop()
+        deepest = max(deepest, depth)
+        todo.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
+    return deepest
+
+
 def _check_attributes(nodes: list[ast.AST]) -> None:
     for node in sorted((n for n in nodes if isinstance(n, ast.Attribute)), key=_source_order):
         if node.attr.startswith("_"):
@@ -431,10 +458,16 @@ def check_lambda_source(source: str, limits: Limits = DEFAULT_LIMITS) -> ast.Exp
         tree = ast.parse(source.strip(), mode="eval")
     except SyntaxError as exc:
         raise UnsafeLambdaError(f"checker lambda is not valid Python: {exc.msg}") from None
+    except (RecursionError, MemoryError):
+        raise UnsafeLambdaError("checker lambda is nested too deeply to parse") from None
     if not isinstance(tree.body, ast.Lambda):
         raise UnsafeLambdaError(f"a checker must be a single lambda expression, not {type(tree.body).__name__}")
+    depth = _depth(tree)
+    if depth > limits.max_depth:
+        raise UnsafeLambdaError(f"checker lambda is nested {depth} levels deep (limit {limits.max_depth})")
     nodes = list(ast.walk(tree))
     _check_syntax(nodes)
+    _check_targets(nodes)
     _check_names(nodes, _bound_names(tree))
     _check_attributes(nodes)
     _check_format_specs(nodes)
@@ -741,6 +774,9 @@ def compile_lambda(source: str, limits: Limits = DEFAULT_LIMITS) -> SafeLambda:
     code = compile(guarded, "<checker lambda>", "eval")
     namespace: dict[str, Any] = {"__builtins__": {}}
     namespace.update(SAFE_NAMES)
+    # Each lambda gets its own module stand-ins: nothing one lambda could change in them is
+    # seen by another (the worker process of an LVE is the guarantee; this is the first line).
+    namespace.update({name: _namespace(vars(SAFE_NAMES[name])) for name in ("re", "math", "json")})
     namespace.update(_HELPERS)
     stack = _stack()
     stack.append(_Meter(limits))

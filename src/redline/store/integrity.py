@@ -1,0 +1,132 @@
+"""A damaged store is one line, not a crash: SQLite errors as :class:`StoreError`, and the check
+a scan runs before it writes.
+
+:class:`GuardedConnection` wraps the store's ``sqlite3`` connection: every error SQLite raises
+while a statement runs or its rows are read (``database disk image is malformed``, ``file is not
+a database``, ``database is locked``, a read-only file...) becomes a :class:`StoreError` naming
+the store file and, for a damaged file, what to do. :func:`check_integrity` runs
+``PRAGMA quick_check`` (it reads every page and checks the b-trees, without the slower
+index-to-table cross-check of ``integrity_check``). Its cost is one read of the file: measured
+about 25 ms for a store of 5,000 attempts (19 MB) and 130 ms for 50,000 (200 MB) when the file
+is in the page cache, 0.4 s and 3.5 s when it must come from disk — once per scan, before it
+starts.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from redline.store.errors import StoreError
+
+__all__ = ["GuardedConnection", "StoreDamaged", "check_integrity", "store_error"]
+
+#: SQLite's result codes for a file that is damaged or is not a database at all.
+_DAMAGED = ("SQLITE_CORRUPT", "SQLITE_NOTADB")
+
+
+class StoreDamaged(StoreError):
+    """The store file is damaged (or is not a SQLite database)."""
+
+
+def damaged_message(path: str | os.PathLike, detail: str, opening: bool = False) -> str:
+    """The one line for a damaged store at ``path`` and what to do about it (``opening``: the
+    file could not even be opened as a store, so it may be another kind of file)."""
+    remedy = (
+        f"restore it from a backup, or recover what can be read with "
+        f"'sqlite3 {path} .recover | sqlite3 recovered.db'; meanwhile scan into another --store"
+    )
+    if opening:
+        return f"cannot open store {path}: {detail} (a damaged store, or not a redline store): {remedy}"
+    return f"store {path} is damaged ({detail}): {remedy}"
+
+
+def store_error(path: str | os.PathLike, exc: sqlite3.Error, action: str = "use") -> StoreError:
+    """The :class:`StoreError` for ``exc`` raised by the store at ``path`` while it was used to
+    ``action`` (``read``, ``write to``, ``open``): :class:`StoreDamaged` for a damaged file."""
+    name = getattr(exc, "sqlite_errorname", "") or ""
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    if name in _DAMAGED or "malformed" in text or "not a database" in text:
+        return StoreDamaged(damaged_message(path, text, opening=action == "open"))
+    return StoreError(f"cannot {action} store {path}: {text}")
+
+
+def _action(sql: str) -> str:
+    first = sql.lstrip().split(None, 1)[0].upper() if sql.strip() else ""
+    return "read" if first in ("SELECT", "PRAGMA", "WITH") else "write to"
+
+
+class _GuardedCursor:
+    """A cursor whose rows raise :class:`StoreError` instead of ``sqlite3`` errors."""
+
+    def __init__(self, cursor: sqlite3.Cursor, path: str | os.PathLike, action: str) -> None:
+        self._cursor, self._path, self._action = cursor, path, action
+
+    def __iter__(self) -> Iterator[Any]:
+        try:
+            yield from self._cursor
+        except sqlite3.ProgrammingError:
+            raise
+        except sqlite3.DatabaseError as exc:
+            raise store_error(self._path, exc, self._action) from None
+
+    def fetchone(self) -> Any:
+        try:
+            return self._cursor.fetchone()
+        except sqlite3.ProgrammingError:
+            raise
+        except sqlite3.DatabaseError as exc:
+            raise store_error(self._path, exc, self._action) from None
+
+    def fetchall(self) -> list[Any]:
+        try:
+            return self._cursor.fetchall()
+        except sqlite3.ProgrammingError:
+            raise
+        except sqlite3.DatabaseError as exc:
+            raise store_error(self._path, exc, self._action) from None
+
+
+class GuardedConnection:
+    """The store's connection (``execute``, ``executemany``, ``close``): a ``sqlite3`` error
+    becomes a one-line :class:`StoreError` naming ``path`` (misuse, ``ProgrammingError``, is a bug
+    and is left as it is)."""
+
+    def __init__(self, connection: sqlite3.Connection, path: str | os.PathLike) -> None:
+        self.raw = connection
+        self.path = path
+
+    def execute(self, sql: str, parameters: Any = ()) -> _GuardedCursor:
+        action = _action(sql)
+        try:
+            return _GuardedCursor(self.raw.execute(sql, parameters), self.path, action)
+        except sqlite3.ProgrammingError:
+            raise
+        except sqlite3.DatabaseError as exc:
+            raise store_error(self.path, exc, action) from None
+
+    def executemany(self, sql: str, rows: Iterable[Any]) -> None:
+        try:
+            self.raw.executemany(sql, rows)
+        except sqlite3.ProgrammingError:
+            raise
+        except sqlite3.DatabaseError as exc:
+            raise store_error(self.path, exc, "write to") from None
+
+    def close(self) -> None:
+        self.raw.close()
+
+
+def check_integrity(connection: sqlite3.Connection, path: str | os.PathLike) -> None:
+    """Raise :class:`StoreDamaged` when ``PRAGMA quick_check`` finds the store at ``path``
+    damaged (or cannot read it to the end); other SQLite errors become :class:`StoreError`."""
+    try:
+        rows = connection.execute("PRAGMA quick_check(3)").fetchall()
+    except sqlite3.DatabaseError as exc:
+        raise store_error(path, exc, "read") from None
+    problems = [str(row[0]) for row in rows if row and row[0] != "ok"]
+    if problems:
+        detail = "; ".join(" ".join(p.split()) for p in problems)[:200]
+        raise StoreDamaged(damaged_message(path, f"quick_check: {detail}"))
