@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import csv
 import json
 from pathlib import Path
 
@@ -47,8 +48,6 @@ def test_a_csv_field_over_the_limit_names_its_line(tmp_path, monkeypatch):
 
 
 def test_the_csv_field_limit_of_the_process_is_left_as_it_was(tmp_path):
-    import csv
-
     before = csv.field_size_limit()
     path = tmp_path / "d.csv"
     path.write_text("prompt\nhello\n")
@@ -202,6 +201,8 @@ def test_parquet_reads_only_the_mapped_columns(tmp_path, pq, monkeypatch):
     assert error_of(path).startswith("too large")  # declared uncompressed size counts every column
     monkeypatch.setattr(datasets, "MAX_DATASET_BYTES", 50_000)
     assert [r.prompt for r in load_rows(path)] == ["a", "b"]
+    names, rows = datasets._read_parquet(path, ["prompt"])  # every name known, the blob never read
+    assert (names, rows) == (["prompt", "blob"], [{"prompt": "a"}, {"prompt": "b"}])
 
 
 def test_parquet_rows_are_capped(tmp_path, pq, monkeypatch):

@@ -16,6 +16,7 @@ from redline.errors import RedlineError
 from redline.untrusted import (
     MAX_DEPTH,
     MAX_YAML_VALUES,
+    NotJSONObjectError,
     UntrustedInputError,
     _bounded_loader,
     check_depth,
@@ -23,8 +24,11 @@ from redline.untrusted import (
     csv_lines,
     describe_size,
     iter_lines,
+    json_object,
+    json_object_lines,
     load_json,
     load_yaml,
+    option_value,
     read_bytes,
     read_text,
 )
@@ -161,6 +165,40 @@ def test_json_errors_keep_their_kind():
         load_json("1" * 5000)
 
 
+def test_json_object_says_what_is_wrong_with_the_line():
+    assert json_object('{"a": [1]}') == {"a": [1]}
+    with pytest.raises(NotJSONObjectError) as info:
+        json_object('{"a": oops}', 7)
+    error = info.value
+    assert (str(error), error.found, error.detail, error.column) == (
+        "line 7: not valid JSON (Expecting value at column 7)",
+        None,
+        "Expecting value",
+        7,
+    )
+    with pytest.raises(NotJSONObjectError) as info:
+        json_object("[1, 2]", 3)
+    assert (str(info.value), info.value.found) == ("line 3: not a JSON object", "list")
+    with pytest.raises(UntrustedInputError) as deep:
+        json_object('{"a": ' + nested(MAX_DEPTH + 1) + "}", 2)
+    assert not isinstance(deep.value, NotJSONObjectError)
+    assert (deep.value.line, deep.value.problem) == (2, f"values nested more than {MAX_DEPTH} levels deep")
+
+
+def test_json_object_lines_skips_blank_lines_and_raises_the_first_bad_one(tmp_path):
+    path = tmp_path / "d.jsonl"
+    path.write_bytes(b'{"a": 1}\n\n  \n{"b": 2}\n"text"\n{"never": "read"}\n')
+    lines = json_object_lines(path, max_line=100, max_file=1000)
+    assert [next(lines), next(lines)] == [(1, {"a": 1}), (4, {"b": 2})]
+    with pytest.raises(NotJSONObjectError, match=r"^line 5: not a JSON object$"):
+        next(lines)
+    path.write_bytes(b'{"a": 1}\n{"b": "' + b"x" * 100 + b'"}\n')
+    with pytest.raises(UntrustedInputError, match=r"^line 2: too long \(more than 100 bytes in one line\)$"):
+        list(json_object_lines(path, max_line=100, max_file=1000))
+    with pytest.raises(UntrustedInputError, match=r"^too large \(more than 50 bytes\)$"):
+        list(json_object_lines(path, max_line=100, max_file=50))
+
+
 def test_check_depth_counts_lists_and_objects():
     check_depth({"a": [{"b": [1]}]}, 4)
     with pytest.raises(UntrustedInputError):
@@ -237,3 +275,25 @@ def test_csv_lines_split_lone_carriage_returns_and_raise_bad_lines(tmp_path):
     path.write_bytes(b"ok\nbad \xff\n")
     with pytest.raises(UntrustedInputError, match="line 2: not UTF-8"):
         list(csv_lines(path, max_line=100, max_file=100))
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ("0.7", 0.7),
+        ("[a, b]", ["a", "b"]),
+        ("{a: 1}", {"a": 1}),
+        ("2001-01-01", "2001-01-01"),  # dates stay text
+        ("~", "~"),  # null: the text as it is
+        ("  ", ""),
+        ("[*undefined]", "[*undefined]"),  # not YAML: the text as it is
+        ("a: b: c", "a: b: c"),
+    ],
+)
+def test_option_value_reads_yaml_else_keeps_the_text(text, value):
+    assert option_value(text) == value
+
+
+def test_option_value_refuses_yaml_past_the_bounds():
+    with pytest.raises(UntrustedInputError, match="the YAML stands for more than"):
+        option_value(alias_bomb())

@@ -33,11 +33,12 @@ from redline import hub
 from redline.errors import RedlineError
 from redline.untrusted import (
     MIB,
+    NotJSONObjectError,
     UntrustedInputError,
     csv_field_limit,
     csv_lines,
     describe_size,
-    iter_lines,
+    json_object_lines,
     load_json,
     read_text,
 )
@@ -147,23 +148,14 @@ def _read_csv(path: Path, delimiter: str, wanted: Iterable[str]) -> tuple[list[s
 def _read_jsonl(path: Path, wanted: Iterable[str]) -> tuple[list[str], list[dict[str, Any]]]:
     rows: list[dict[str, Any]] = []
     names: dict[str, None] = {}
-    for number, line in iter_lines(path, max_line=MAX_VALUE_BYTES, max_file=MAX_DATASET_BYTES):
-        if isinstance(line, UntrustedInputError):
-            raise DatasetError(f"{path}: line {number}: {line.problem}")
-        if not line.strip():
-            continue
-        try:
-            value = load_json(line)
-        except json.JSONDecodeError as exc:
-            raise DatasetError(f"{path}: line {number} is not valid JSON ({exc.msg})") from None
-        except UntrustedInputError as exc:
-            raise DatasetError(f"{path}: line {number}: {exc.problem}") from None
-        if not isinstance(value, dict):
-            raise DatasetError(f"{path}: line {number} is not a JSON object")
-        if len(rows) >= MAX_ROWS:
-            raise _too_many_rows(path)
-        names.update(dict.fromkeys(value))
-        rows.append(_kept(value, wanted))
+    try:
+        for _, value in json_object_lines(path, max_line=MAX_VALUE_BYTES, max_file=MAX_DATASET_BYTES):
+            if len(rows) >= MAX_ROWS:
+                raise _too_many_rows(path)
+            names.update(dict.fromkeys(value))
+            rows.append(_kept(value, wanted))
+    except NotJSONObjectError as exc:  # worded "line 2 is ..."; other refusals are worded by _read_source
+        raise DatasetError(f"{path}: line {exc.line} is {exc.problem}") from None
     return list(names), rows
 
 
@@ -318,9 +310,9 @@ def _read_source(source: str, wanted: Iterable[str] = ()) -> tuple[list[str], li
         if suffix == ".parquet":
             return _read_parquet(path, wanted)
     except UntrustedInputError as exc:  # too large, not UTF-8, a NUL byte, nested too deeply
-        raise DatasetError(f"{source}: {exc}") from None
+        raise DatasetError(f"{path}: {exc}") from None
     except OSError as exc:
-        raise DatasetError(f"{source}: cannot read it: {exc.strerror or exc}") from None
+        raise DatasetError(f"{path}: cannot read it: {exc.strerror or exc}") from None
     raise DatasetError(
         f"{source}: unknown dataset format {suffix or '(no suffix)'!r} (use .csv, .tsv, .jsonl, .json, .parquet, a saved dataset folder or hf:NAME)"
     )

@@ -28,6 +28,7 @@ import functools
 import json
 import re
 import unicodedata
+from collections.abc import Callable
 from typing import Any
 
 __all__ = ["dumps", "escape_surrogates", "inert", "json_escape", "visible"]
@@ -85,7 +86,7 @@ def _python_escape(match: re.Match[str]) -> str:
     return match.group().encode("unicode_escape", "backslashreplace").decode("ascii")
 
 
-def _replace(text: str, keep: frozenset[int], escape: Any) -> str:
+def _replace(text: str, keep: frozenset[int], escape: Callable[[re.Match[str]], str]) -> str:
     pattern = _ascii_pattern(keep) if text.isascii() else _pattern(keep)
     return pattern.sub(escape, text)
 

@@ -19,7 +19,8 @@ a limit on everything the input controls:
 
 Every refusal is an :class:`UntrustedInputError` carrying the problem and, where known, the line;
 the caller re-raises it as its own error naming the file (``DatasetError``, ``ConfigError``,
-``LVEFormatError``...). PyYAML is imported only when YAML is read.
+``LVEFormatError``...). A JSONL file of objects is read with :func:`json_object_lines`, one such
+value with :func:`json_object`. PyYAML is imported only when YAML is read.
 """
 
 from __future__ import annotations
@@ -41,14 +42,18 @@ __all__ = [
     "MAX_DEPTH",
     "MAX_YAML_VALUES",
     "MIB",
+    "NotJSONObjectError",
     "UntrustedInputError",
     "check_depth",
     "csv_field_limit",
     "csv_lines",
     "describe_size",
     "iter_lines",
+    "json_object",
+    "json_object_lines",
     "load_json",
     "load_yaml",
+    "option_value",
     "read_bytes",
     "read_text",
 ]
@@ -76,6 +81,28 @@ class UntrustedInputError(RedlineError, ValueError):
         super().__init__(f"line {line}: {problem}" if line else problem)
         self.problem = problem
         self.line = line
+
+
+class NotJSONObjectError(UntrustedInputError):
+    """Text that should hold one JSON object and does not (:func:`json_object`). ``found`` is the
+    type of the JSON value it holds instead (``"list"``, ``"str"``...), or ``None`` when it is not
+    JSON at all: then ``detail`` is what the parser found wrong and ``column`` where. The
+    ``problem`` reads ``not valid JSON (...)`` or ``not a JSON object``; a caller may word it its
+    own way from these."""
+
+    def __init__(
+        self,
+        problem: str,
+        line: int | None = None,
+        *,
+        found: str | None = None,
+        detail: str = "",
+        column: int | None = None,
+    ) -> None:
+        super().__init__(problem, line)
+        self.found = found
+        self.detail = detail
+        self.column = column
 
 
 def describe_size(size: int) -> str:
@@ -256,6 +283,37 @@ def load_json(text: str | bytes, max_depth: int = MAX_DEPTH) -> Any:
     return value
 
 
+def json_object(text: str | bytes, line: int | None = None) -> dict[str, Any]:
+    """The JSON object in ``text`` (one line of a JSONL file, say), read by :func:`load_json`.
+
+    Raises :class:`NotJSONObjectError` for text that is not JSON or holds another kind of value,
+    and :class:`UntrustedInputError` for one nested too deeply or that Python refuses to build;
+    either carries ``line``."""
+    try:
+        value = load_json(text)
+    except json.JSONDecodeError as exc:
+        problem = f"not valid JSON ({exc.msg} at column {exc.colno})"
+        raise NotJSONObjectError(problem, line, detail=exc.msg, column=exc.colno) from None
+    except UntrustedInputError as exc:
+        raise UntrustedInputError(exc.problem, line) from None
+    if not isinstance(value, dict):
+        raise NotJSONObjectError("not a JSON object", line, found=type(value).__name__)
+    return value
+
+
+def json_object_lines(path: str | Path, *, max_line: int, max_file: int) -> Iterator[tuple[int, dict[str, Any]]]:
+    """``(line number, object)`` for each line of the JSONL file at ``path`` that is not blank,
+    streamed and bounded as :func:`iter_lines` reads it, each line a :func:`json_object`.
+
+    The first line that cannot be used raises its :class:`UntrustedInputError` (with its line);
+    a file over ``max_file`` raises one without a line; ``OSError`` as ``open`` raises it."""
+    for number, text in iter_lines(path, max_line=max_line, max_file=max_file):
+        if isinstance(text, UntrustedInputError):
+            raise text
+        if text.strip():
+            yield number, json_object(text, number)
+
+
 # -- YAML -------------------------------------------------------------------------------------------
 _REFUSED_TAGS = ("binary", "set", "omap", "pairs", "timestamp")
 
@@ -370,3 +428,19 @@ def load_yaml(text: str) -> Any:
         return loader.get_single_data()
     finally:
         loader.dispose()
+
+
+def option_value(text: str) -> Any:
+    """The value of a command-line option such as ``--gen-opt KEY=VALUE``, read as YAML
+    (``0.7`` a number, ``[a, b]`` a list, ``{a: 1}`` a mapping) by :func:`load_yaml`; the text as
+    it is where it is not YAML or reads as null (``~``), ``""`` for blank text. Raises
+    :class:`UntrustedInputError` for YAML past the bounds (an alias bomb)."""
+    if not text.strip():
+        return ""
+    import yaml  # optional at CLI start: loaded only when an option is given
+
+    try:
+        value = load_yaml(text)
+    except yaml.YAMLError:  # not YAML: the text as it is
+        return text
+    return text if value is None else value

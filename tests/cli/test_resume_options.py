@@ -7,23 +7,12 @@ import json
 
 import pytest
 
-from redline.cli.main import main
+from helpers.cli import CliRun, cli_runner
 
 
 @pytest.fixture
-def cli(monkeypatch, capsys):
-    """``cli(*args)`` → (exit status, stdout, non-empty stderr lines) of ``redline ARGS`` in-process."""
-    monkeypatch.delenv("REDLINE_DEBUG", raising=False)
-    monkeypatch.setenv("TQDM_DISABLE", "1")
-
-    def run(*args: str) -> tuple[int, str, list[str]]:
-        capsys.readouterr()
-        with pytest.raises(SystemExit) as exit_info:
-            main(list(args))
-        captured = capsys.readouterr()
-        return exit_info.value.code, captured.out, [line for line in captured.err.splitlines() if line.strip()]
-
-    return run
+def cli(monkeypatch, capsys) -> CliRun:
+    return cli_runner(monkeypatch, capsys)
 
 
 @pytest.fixture

@@ -10,27 +10,15 @@ from __future__ import annotations
 import pytest
 
 import redline.cli.main as cli_main
-from redline.cli.main import main
+from helpers.cli import CliRun, cli_runner
 from redline.errors import UsageError
 from redline.probes import resolve_probes
 from redline.store import Store
 
 
 @pytest.fixture
-def run_cli(monkeypatch, capsys):
-    """``run_cli(*args)`` → (exit status, stdout, non-empty stderr lines) of ``redline ARGS``."""
-    monkeypatch.delenv("REDLINE_DEBUG", raising=False)
-    monkeypatch.setenv("TQDM_DISABLE", "1")  # main() sets them otherwise, for the rest of the session
-    monkeypatch.setenv("OMP_WAIT_POLICY", "PASSIVE")
-
-    def run(*args: str) -> tuple[int, str, list[str]]:
-        capsys.readouterr()
-        with pytest.raises(SystemExit) as exit_info:
-            main(list(args))
-        captured = capsys.readouterr()
-        return exit_info.value.code, captured.out, [line for line in captured.err.splitlines() if line.strip()]
-
-    return run
+def run_cli(monkeypatch, capsys) -> CliRun:
+    return cli_runner(monkeypatch, capsys)
 
 
 # (arguments, the command whose --help is named, the text the one error line must start with)

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+import redline.engine.config_file as config_file
 from helpers.mock_openai import MockOpenAI
 from redline.engine import ConfigError, build_scan_config, load_config, parse_gen_opts
 
@@ -194,8 +195,6 @@ def test_a_recursive_alias_and_deep_nesting_are_refused(tmp_path):
 
 
 def test_the_file_size_is_capped(tmp_path, monkeypatch):
-    import redline.engine.config_file as config_file
-
     assert config_file.MAX_CONFIG_BYTES == 1024 * 1024
     path = write(tmp_path, "seed: 1\n")
     monkeypatch.setattr(config_file, "MAX_CONFIG_BYTES", 8)

@@ -9,6 +9,7 @@ import json
 
 import pytest
 
+import redline.evaluation.validation as validation
 from redline.attempt import Attempt
 from redline.datasets import DatasetError
 from redline.detectors import Detector
@@ -325,8 +326,6 @@ def test_hostile_labelled_files_are_one_line_naming_file_and_line(tmp_path, monk
     deep.write_text('{"response": "a", "label": 1}\n{"response": ' + "[" * 5000 + "]" * 5000 + ', "label": 1}\n')
     with pytest.raises(LabelledDataError, match=r"deep\.jsonl: line 2: values nested more than 64 levels deep$"):
         load_examples(deep)
-    import redline.evaluation.validation as validation
-
     monkeypatch.setattr(validation, "MAX_VALUE_BYTES", 100)
     with pytest.raises(LabelledDataError, match=r"long\.csv: line 2: too long \(more than 100 bytes in one line\)$"):
         load_examples(long)

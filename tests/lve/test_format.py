@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+import redline.lve.model as model
 from helpers.lve_repos import FIXTURE_LVES, over_repos
 from redline.lve.errors import CustomCodeRefused, LVEFormatError
 from redline.lve.model import find_lves, load_lve, parse_instance
@@ -367,8 +368,6 @@ GOOD_INSTANCE = json.dumps({"args": {"name": "a"}, "response": "ok", "passed": T
 
 
 def test_a_hostile_instance_line_is_an_error_on_that_line_only(tmp_path, monkeypatch):
-    import redline.lve.model as model
-
     lines = [
         GOOD_INSTANCE.encode(),
         ('{"args": {}, "response": ' + "[" * 5000 + "]" * 5000 + ', "passed": true}').encode(),
@@ -395,8 +394,6 @@ def test_a_hostile_instance_line_is_an_error_on_that_line_only(tmp_path, monkeyp
 
 
 def test_an_instances_file_over_the_limit_is_one_error_and_other_files_still_load(tmp_path, monkeypatch):
-    import redline.lve.model as model
-
     folder = write_lve(tmp_path / "big", BASE, instances=[json.loads(GOOD_INSTANCE)] * 3)
     (folder / "instances" / "j.jsonl").write_text(GOOD_INSTANCE + "\n")
     monkeypatch.setattr(model, "MAX_INSTANCES_FILE_BYTES", len(GOOD_INSTANCE) + 1)
@@ -425,8 +422,6 @@ def test_a_hostile_test_json_is_one_line_naming_it(tmp_path, content, problem):
 
 
 def test_test_json_and_prompt_files_are_size_capped(tmp_path, monkeypatch):
-    import redline.lve.model as model
-
     assert model.MAX_LVE_FILE_BYTES == 4 * 1024 * 1024
     test = {k: v for k, v in BASE.items() if k != "prompt"} | {"prompt_file": "test.prompt"}
     folder = write_lve(tmp_path / "cap", test, files={"test.prompt": "hello {name}"})

@@ -14,6 +14,7 @@ Everything runs in-process against a local server on 127.0.0.1 (tests/helpers/mo
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 import sys
@@ -251,7 +252,9 @@ def test_an_error_line_never_shows_control_characters_or_a_url_password(capsys):
     assert PASSWORD not in err and not any(ch in err for ch in CONTROL_CHARS)
 
 
-def test_a_scan_that_cannot_reach_its_base_url_names_it_without_the_password(tmp_path):
+def test_a_scan_that_cannot_reach_its_base_url_names_it_without_the_password(tmp_path, monkeypatch):
+    real_sleep = asyncio.sleep
+    monkeypatch.setattr(asyncio, "sleep", lambda delay: real_sleep(0))  # the reachability check's pauses
     url = f"http://bob:{PASSWORD}@127.0.0.1:9/v1"
     result = cli(
         "scan", "-m", "openai:m", "--base-url", url, "-p", "harmful.Requests", "--store", str(tmp_path / "s.db")

@@ -4,8 +4,8 @@ probe has. Each must end the command at once with exit status 1 and one ``error:
 the file (and line) and the problem: never a traceback, an "internal error" (70), a hang or
 gigabytes of memory.
 
-The commands run in-process through ``redline.cli.main.main`` (as ``tests/cli/test_errors.py``
-does), so the whole path from the file to the printed line is exercised. Bounds are proven with
+The commands run in-process through ``redline.cli.main.main`` (``helpers.cli.cli_runner``), so
+the whole path from the file to the printed line is exercised. Bounds are proven with
 inputs just past the real limits, or past a limit lowered for the test.
 """
 
@@ -19,8 +19,8 @@ import pytest
 
 import redline.datasets as datasets
 import redline.lve.model as lve_model
+from helpers.cli import CliRun, cli_runner
 from redline.attempt import ATTEMPT_COMPLETE, Attempt
-from redline.cli.main import main
 from redline.lve import load_lve
 from redline.lve.errors import LVEFormatError
 from redline.store import Store
@@ -29,19 +29,9 @@ MIB = 1024 * 1024
 
 
 @pytest.fixture
-def run_cli(monkeypatch, capsys):
-    """``run_cli(*args)`` → (exit status, non-empty stderr lines) of ``redline ARGS``, in-process."""
-    monkeypatch.delenv("REDLINE_DEBUG", raising=False)
-    monkeypatch.setenv("TQDM_DISABLE", "1")  # main() sets it otherwise, for the rest of the session
-
-    def run(*args: str) -> tuple[int, list[str]]:
-        capsys.readouterr()
-        with pytest.raises(SystemExit) as exit_info:
-            main(list(args))
-        captured = capsys.readouterr()
-        return exit_info.value.code, [line for line in captured.err.splitlines() if line.strip()]
-
-    return run
+def run_cli(monkeypatch, capsys) -> CliRun:
+    """``run_cli(*args)`` → (exit status, stdout, non-empty stderr lines) of ``redline ARGS``."""
+    return cli_runner(monkeypatch, capsys)
 
 
 @pytest.fixture
@@ -49,7 +39,7 @@ def fails_with(run_cli):
     """``fails_with(*args)`` → the one error line's text after ``error: ``, asserting exit 1."""
 
     def check(*args: str) -> str:
-        code, lines = run_cli(*args)
+        code, _, lines = run_cli(*args)
         assert code == 1, (code, lines)
         assert len(lines) == 1 and lines[0].startswith("error: "), lines
         assert "internal error" not in lines[0] and "Traceback" not in lines[0]
@@ -118,7 +108,7 @@ def test_a_config_file_exactly_at_the_size_limit_is_read(tmp_path, run_cli):
     path = tmp_path / "scan.yaml"
     head = b"probes: encoding.Hex\nsample: 1\n"
     path.write_bytes(head + b"#" * (MIB - len(head) - 1) + b"\n")
-    code, lines = run_cli(*scan(tmp_path, "--config", str(path)))
+    code, _, lines = run_cli(*scan(tmp_path, "--config", str(path)))
     assert code == 0, lines
 
 
@@ -159,7 +149,7 @@ def dataset_scan(tmp_path: Path, path: Path) -> list[str]:
 def test_a_csv_field_over_128_kib_is_read(tmp_path, run_cli):
     path = tmp_path / "long.csv"
     path.write_text('prompt\n"' + "a" * (200 * 1024) + '"\n')
-    code, lines = run_cli(*dataset_scan(tmp_path, path))
+    code, _, lines = run_cli(*dataset_scan(tmp_path, path))
     assert code == 0, lines
 
 
@@ -252,6 +242,26 @@ def test_hostile_instance_lines_cost_only_their_own_line(tmp_path, monkeypatch):
     ]
 
 
+@pytest.mark.parametrize(
+    ("content", "problem"),
+    [
+        (b'{"word": "a"}\n\n{"word": ' + b"[" * 5000 + b"]" * 5000 + b"}\n", ":3: values nested more than 64"),
+        (b'{"word": "a"}\n["a"]\n', ":2: each line must be a JSON object of prompt parameters, not list"),
+        (b'{"word": "caf\xe9"}\n', ":1: not UTF-8 text"),
+        (b"{oops\n", ":1: bad JSON: Expecting property name enclosed in double quotes (column 2)"),
+    ],
+    ids=["deep", "not-an-object", "latin-1", "bad-json"],
+)
+def test_a_hostile_lve_params_file_is_one_line(tmp_path, fails_with, content, problem):
+    folder = tmp_path / "lve"
+    folder.mkdir()
+    (folder / "test.json").write_text(json.dumps(LVE_TEST))
+    params = tmp_path / "params.jsonl"
+    params.write_bytes(content)
+    message = fails_with("lve", "record", str(folder), "--model", "test.echo", "--params", str(params))
+    assert message.startswith(f"{params}{problem}"), message
+
+
 def test_a_prompt_file_cannot_read_outside_its_lve(tmp_path, fails_with):
     secret = tmp_path / "credentials"
     secret.write_text("aws_secret_access_key = do-not-send")
@@ -282,7 +292,7 @@ def test_a_hostile_labelled_file_is_one_line(tmp_path, fails_with, name, content
 def test_a_labelled_csv_field_over_128_kib_is_read(tmp_path, run_cli):
     path = tmp_path / "labels.csv"
     path.write_text('response,label\n"' + "I cannot help. " * 10_000 + '",0\n')
-    code, lines = run_cli("detectors", "validate", str(path), "-d", "refusal.Keywords", "--json")
+    code, _, lines = run_cli("detectors", "validate", str(path), "-d", "refusal.Keywords", "--json")
     assert code == 0, lines
 
 
@@ -315,14 +325,20 @@ def review_store(tmp_path) -> tuple[Path, str]:
             b'{"probe": "harmful.Requests", "seq": ' + b"1" * 5000 + b', "label": "fail"}\n',
             ":1: a value cannot",
         ),
+        (
+            "l.jsonl",
+            b'\n{"probe": "harmful.Requests", "seq": 0, "label": fail}\n',
+            ":2: not valid JSON (Expecting value",
+        ),
+        ("l.jsonl", b'["harmful.Requests", 0, "fail"]\n', ":1: not a JSON object"),
     ],
-    ids=["long-note", "deep", "latin-1", "huge-int"],
+    ids=["long-note", "deep", "latin-1", "huge-int", "bad-json", "not-an-object"],
 )
 def test_a_hostile_labels_import_is_one_line(tmp_path, run_cli, review_store, name, content, problem):
     db, run = review_store
     path = tmp_path / name
     path.write_bytes(content)
-    code, lines = run_cli("review", run, "--store", str(db), "--import", str(path))
+    code, _, lines = run_cli("review", run, "--store", str(db), "--import", str(path))
     if problem is None:  # a long note is fine: the labels are saved
         assert code == 0, lines
         return

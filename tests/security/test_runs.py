@@ -20,30 +20,19 @@ from pathlib import Path
 
 import pytest
 
+from helpers.cli import CliRun, cli_runner
 from helpers.mock_openai import MockOpenAI
 from redline.attempt import Attempt, Conversation, Message, Turn
-from redline.cli.main import main
 from redline.store import Store
 
 PROBE = "encoding.Hex"  # 12 attempts, every prompt distinct
 
 
 @pytest.fixture
-def cli(monkeypatch, capsys):
-    """``cli(*args)`` → (exit status, stdout, non-empty stderr lines) of ``redline ARGS`` run in
-    this process (which is never the process scanning in the tests below)."""
-    monkeypatch.delenv("REDLINE_DEBUG", raising=False)
+def cli(monkeypatch, capsys) -> CliRun:
+    """``redline ARGS`` run in this process (which is never the process scanning in the tests below)."""
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    monkeypatch.setenv("TQDM_DISABLE", "1")
-
-    def run(*args: str) -> tuple[int, str, list[str]]:
-        capsys.readouterr()
-        with pytest.raises(SystemExit) as exit_info:
-            main(list(args))
-        captured = capsys.readouterr()
-        return exit_info.value.code, captured.out, [line for line in captured.err.splitlines() if line.strip()]
-
-    return run
+    return cli_runner(monkeypatch, capsys)
 
 
 def redline_process(*args: str) -> subprocess.Popen:
@@ -90,11 +79,9 @@ def test_a_second_resume_of_a_live_run_is_refused_naming_the_scanning_process(tm
         code, out, _ = cli("runs", "--store", str(db), "--json")
         assert code == 0 and [r["status"] for r in json.loads(out)] == ["running"]  # live: shown as it is
 
-        second = redline_process("scan", "--resume", run_id, "--store", str(db))
-        _, err = second.communicate(timeout=60)
-        lines = [line for line in err.splitlines() if line.strip()]
-        assert second.returncode == 1
-        assert lines == [
+        code, out, err = cli("scan", "--resume", run_id, "--store", str(db))  # this process is a second one
+        assert (code, out) == (1, "")
+        assert err == [
             f"error: run {run_id} is being scanned by process {proc.pid} (store {db}): "
             "wait for that scan to end, or stop it and resume again"
         ]

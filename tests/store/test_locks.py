@@ -54,12 +54,26 @@ def stored_status(path, run_id) -> str:
         return con.execute("SELECT status FROM runs WHERE run_id = ?", (run_id,)).fetchone()[0]
 
 
-def test_a_lock_held_by_another_process_is_refused_naming_it_and_freed_by_kill_9(tmp_path, holder):
+def no_sleep(seconds: float) -> None:
+    raise AssertionError("acquire waited for a lock that a scan holds")
+
+
+def reader_lock(db, run_id: str) -> int:
+    """An open lock file holding the shared lock :func:`is_held` takes for an instant."""
+    folder = lock_folder(db)
+    folder.mkdir(exist_ok=True)
+    fd = os.open(folder / f"{run_id}.lock", os.O_RDWR | os.O_CREAT)
+    locks.fcntl.flock(fd, locks.fcntl.LOCK_SH | locks.fcntl.LOCK_NB)
+    return fd
+
+
+def test_a_lock_held_by_another_process_is_refused_naming_it_and_freed_by_kill_9(tmp_path, holder, monkeypatch):
     db = tmp_path / "runs.db"
     proc = holder("r1")
     assert is_held(db, "r1") and not is_held(db, "r2")
+    monkeypatch.setattr(locks.time, "sleep", no_sleep)
     with pytest.raises(RunLocked, match=rf"^run r1 is being scanned by process {proc.pid} \(store .*runs\.db\): wait"):
-        acquire(db, "r1", patience=0.05)
+        acquire(db, "r1", patience=60)  # refused at once: only readers are waited for
     assert issubclass(RunLocked, StoreError)
     with acquire(db, "r2"):  # another run of the same store is free
         assert is_held(db, "r2")
@@ -71,11 +85,39 @@ def test_a_lock_held_by_another_process_is_refused_naming_it_and_freed_by_kill_9
         assert lock.path.read_text().strip() == str(os.getpid())
 
 
-def test_a_second_lock_in_the_same_process_is_refused_too(tmp_path):
+def test_a_second_lock_in_the_same_process_is_refused_too(tmp_path, monkeypatch):
     db = tmp_path / "runs.db"
+    monkeypatch.setattr(locks.time, "sleep", no_sleep)
     with acquire(db, "r1"):
         with pytest.raises(RunLocked, match=f"process {os.getpid()}"):
+            acquire(db, "r1", patience=60)
+
+
+def test_a_reader_looking_at_the_run_is_waited_for_not_mistaken_for_a_scan(tmp_path, monkeypatch):
+    db = tmp_path / "runs.db"
+    fd = reader_lock(db, "r1")
+    assert is_held(db, "r1") is False  # readers share the lock: a reader is no scan
+    waits: list[float] = []
+
+    def reader_lets_go(seconds: float) -> None:
+        waits.append(seconds)
+        os.close(fd)
+
+    monkeypatch.setattr(locks.time, "sleep", reader_lets_go)
+    with acquire(db, "r1", patience=60) as lock:
+        assert lock.held and len(waits) == 1
+
+
+def test_a_reader_that_never_lets_go_is_refused_after_the_patience(tmp_path):
+    db = tmp_path / "runs.db"
+    fd = reader_lock(db, "r1")
+    try:
+        with pytest.raises(RunLocked, match="run r1 is being scanned by"):
             acquire(db, "r1", patience=0)
+    finally:
+        os.close(fd)
+    with acquire(db, "r1", patience=0) as lock:
+        assert lock.held
 
 
 def test_release_removes_the_lock_file_and_the_empty_folder(tmp_path):

@@ -1,8 +1,8 @@
 """``redline lve verify|run|record``: the LVE repository format from the command line.
 
-Only typer and the standard library are imported here; the LVE modules are imported inside the
-commands so ``redline --help`` stays fast. User mistakes print one ``error: ...`` line to
-stderr and exit with status 1 (see :func:`redline.cli.common.report_exception`).
+Checkers judge in worker processes (:mod:`redline.lve.isolation`); ``--checker-timeout`` and
+``--checker-memory`` set their limits. User mistakes print one ``error: ...`` line to stderr and
+exit with status 1 (see :func:`redline.cli.common.report_exception`).
 """
 
 from __future__ import annotations
@@ -25,11 +25,11 @@ from redline.cli.common import report_exception
 from redline.errors import UsageError
 from redline.generators import get_generator
 from redline.lve.isolation import CheckerLimits, CheckerPool, checker_for, configure_shared_pool
-from redline.lve.model import MAX_INSTANCES_FILE_BYTES, find_lves, load_lve
+from redline.lve.model import MAX_INSTANCE_LINE_BYTES, MAX_INSTANCES_FILE_BYTES, find_lves, load_lve
 from redline.lve.runner import record_lve, run_lve
 from redline.lve.verify import verify as run_verify
 from redline.report.formatting import plural
-from redline.untrusted import UntrustedInputError, load_json, read_text
+from redline.untrusted import NotJSONObjectError, UntrustedInputError, json_object_lines
 
 app = typer.Typer(
     help="Run, record and verify LVEs (language model vulnerabilities and exposures, github.com/lve-org/lve).",
@@ -196,34 +196,33 @@ def run(
 
 
 def _read_param_rows(params_file: Path, lve: Any) -> list[dict[str, Any]]:
+    rows = []
     try:
-        text = read_text(params_file, MAX_INSTANCES_FILE_BYTES)
+        lines = json_object_lines(params_file, max_line=MAX_INSTANCE_LINE_BYTES, max_file=MAX_INSTANCES_FILE_BYTES)
+        for number, row in lines:
+            unknown = sorted(set(row) - set(lve.prompt_parameters))
+            missing = sorted(set(lve.prompt_parameters) - set(row))
+            if unknown or missing:
+                problem = (
+                    f"unknown parameter(s) {', '.join(unknown)}"
+                    if unknown
+                    else f"missing parameter(s) {', '.join(missing)}"
+                )
+                raise UsageError(f"{params_file}:{number}: {problem}")
+            rows.append(row)
     except OSError as exc:
         raise UsageError(f"{params_file}: {exc.strerror or exc}") from None
-    except UntrustedInputError as exc:  # too large, not UTF-8, a NUL byte
-        raise UsageError(f"{params_file}: {exc}") from None
-    rows = []
-    for number, raw in enumerate(text.splitlines(), start=1):
-        if not raw.strip():
-            continue
-        try:
-            row = load_json(raw)
-        except json.JSONDecodeError as exc:
-            raise UsageError(f"{params_file}:{number}: bad JSON: {exc.msg}") from None
-        except UntrustedInputError as exc:  # nested too deeply, a number Python refuses
-            raise UsageError(f"{params_file}:{number}: {exc.problem}") from None
-        if not isinstance(row, dict):
-            raise UsageError(f"{params_file}:{number}: each line must be a JSON object of prompt parameters")
-        unknown = sorted(set(row) - set(lve.prompt_parameters))
-        missing = sorted(set(lve.prompt_parameters) - set(row))
-        if unknown or missing:
-            problem = (
-                f"unknown parameter(s) {', '.join(unknown)}"
-                if unknown
-                else f"missing parameter(s) {', '.join(missing)}"
-            )
-            raise UsageError(f"{params_file}:{number}: {problem}")
-        rows.append(row)
+    except NotJSONObjectError as exc:
+        problem = (
+            f"bad JSON: {exc.detail} (column {exc.column})"
+            if exc.found is None
+            else f"each line must be a JSON object of prompt parameters, not {exc.found}"
+        )
+        raise UsageError(f"{params_file}:{exc.line}: {problem}") from None
+    except UntrustedInputError as exc:  # too large, a line too long, not UTF-8, nested too deeply
+        raise UsageError(
+            f"{params_file}:{exc.line}: {exc.problem}" if exc.line else f"{params_file}: {exc.problem}"
+        ) from None
     if not rows:
         raise UsageError(f"{params_file}: no parameter lines")
     return rows

@@ -15,7 +15,7 @@ from typing import Any
 
 from redline.detectors import check_detector_spec
 from redline.errors import RedlineError, UsageError
-from redline.untrusted import UntrustedInputError, load_yaml
+from redline.untrusted import UntrustedInputError, option_value
 
 __all__ = ["DetectorOptionError", "parse_detector_options"]
 
@@ -26,8 +26,6 @@ class DetectorOptionError(UsageError):
 
 def parse_detector_options(items: Iterable[str]) -> dict[str, dict[str, Any]]:
     """Parse ``--detector-opt`` items into ``{detector name: {key: value}}`` (see module doc)."""
-    import yaml  # loaded when --detector-opt is given, not at CLI start
-
     options: dict[str, dict[str, Any]] = {}
     for item in items:
         target, sep, raw = item.partition("=")
@@ -41,10 +39,8 @@ def parse_detector_options(items: Iterable[str]) -> dict[str, dict[str, Any]]:
         except RedlineError as exc:  # an unknown name: the registry's message
             raise DetectorOptionError(f"--detector-opt {item!r}: {exc}") from None
         try:
-            value = load_yaml(raw) if raw.strip() else ""
-        except yaml.YAMLError:  # not YAML: the text as it is
-            value = raw
+            value = option_value(raw)
         except UntrustedInputError as exc:  # YAML past the bounds (an alias bomb): refused
             raise DetectorOptionError(f"--detector-opt {target.strip()}: {exc}") from None
-        options.setdefault(name, {})[key] = raw if value is None else value
+        options.setdefault(name, {})[key] = value
     return options

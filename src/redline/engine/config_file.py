@@ -49,7 +49,7 @@ from redline.engine.config import ScanConfig
 from redline.errors import RedlineError, UsageError
 from redline.generators import generators, known_generator_options, split_spec
 from redline.probes import probes as probe_registry
-from redline.untrusted import MIB, UntrustedInputError, load_yaml, read_text
+from redline.untrusted import MIB, UntrustedInputError, load_yaml, option_value, read_text
 
 __all__ = [
     "MAX_CONFIG_BYTES",
@@ -377,8 +377,6 @@ def load_config(path: str | Path) -> dict[str, Any]:
 def parse_gen_opts(items: list[str]) -> dict[str, Any]:
     """``["temperature=0", "stop=[END]"]`` → ``{"temperature": 0, "stop": ["END"]}``: each value is
     read as YAML (numbers, booleans, lists, mappings), else kept as text."""
-    import yaml  # loaded when --gen-opt is given, not at CLI start
-
     options: dict[str, Any] = {}
     for item in items:
         key, sep, raw = item.partition("=")
@@ -386,12 +384,9 @@ def parse_gen_opts(items: list[str]) -> dict[str, Any]:
         if not sep or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", key):
             raise ConfigError(f"--gen-opt {_shown(item)}: expected KEY=VALUE, e.g. --gen-opt temperature=0")
         try:
-            value = load_yaml(raw) if raw.strip() else ""
-        except yaml.YAMLError:  # not YAML: the text as it is
-            value = raw
+            options[key] = option_value(raw)
         except UntrustedInputError as exc:  # YAML past the bounds (an alias bomb): refused
             raise ConfigError(f"--gen-opt {key}: {exc}") from None
-        options[key] = raw if value is None else value
     return validate_generator_options(options, "--gen-opt")
 
 

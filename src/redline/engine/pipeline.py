@@ -44,7 +44,7 @@ from redline.probes import probes as _probe_registry
 from redline.probes.base import AttemptSource
 from redline.probes.lve import lve_probes
 from redline.probes.runner import AttemptRunner
-from redline.store import RUN_COMPLETE, RUN_INTERRUPTED, RUN_RUNNING, BatchWriter, Store
+from redline.store import RUN_COMPLETE, RUN_INTERRUPTED, RUN_RUNNING, BatchWriter, RunRecord, Store
 
 __all__ = ["ScanConfig", "ScanError", "StoredAttempts", "build_probes", "scan"]
 
@@ -169,8 +169,9 @@ def _restore_userinfo(stored: ScanConfig, config: ScanConfig | None, run_id: str
     keep: a ``base_url`` (or ``url``) given as ``https://user:PASSWORD@host`` is stored as
     ``user:***@`` (:meth:`Store.create_run`), so the process that resumes must give the same URL
     with its password (``--base-url``). Returns ``config`` without the URLs used so (they change
-    nothing else in the run); a URL that differs once masked is left in it, so that it is refused
-    as a change. Raises :class:`ScanError` when a masked URL is not given again."""
+    nothing else in the run); any other URL is left in it, for :func:`_per_process` to refuse as a
+    change. Raises :class:`ScanError` when a masked URL is not given again (missing, or different
+    once masked)."""
     given = dict(config.generator_options) if config is not None else {}
     for key, value in stored.generator_options.items():
         if not (isinstance(value, str) and has_masked_userinfo(value)):
@@ -233,11 +234,11 @@ async def scan(
     exit before the end the run is marked ``interrupted`` and can be resumed.
     """
     store.check_integrity()
+    run = store.get_run(resume) if resume is not None else None  # an unknown run: RunNotFound first
     held: list[str] = []
-    if resume is not None:
-        store.get_run(resume)  # an unknown run: RunNotFound before anything else
-        store.claim_run(resume)
-        held.append(resume)
+    if run is not None:
+        store.claim_run(run.run_id)
+        held.append(run.run_id)
 
     def started(run_id: str) -> None:
         if run_id not in held:
@@ -249,7 +250,7 @@ async def scan(
         return await _scan(
             config,
             store,
-            resume=resume,
+            run=run,
             retry_errors=retry_errors,
             progress=progress,
             generator=generator,
@@ -264,22 +265,21 @@ async def _scan(
     config: ScanConfig | None,
     store: Store,
     *,
-    resume: str | None,
+    run: RunRecord | None,
     retry_errors: bool,
     progress: ProgressCallback | None,
     generator: Generator | None,
     on_run: Callable[[str], None],
 ) -> str:
-    """:func:`scan`, once the store is checked and a resumed run's lock is held."""
+    """:func:`scan`, once the store is checked and the lock of ``run`` (a resumed run) is held."""
     records_versions = True
-    if resume is not None:
-        run = store.get_run(resume)
+    if run is not None:
         # a run started by a redline that did not record detector versions: its first attempts were
         # scored by detectors of unknown version, so the resumed run does not claim any
         records_versions = bool(run.config.get(RECORDS_DETECTOR_VERSIONS))
         stored = ScanConfig.from_dict(run.config["scan"])
-        config = _restore_userinfo(stored, config, resume)  # a base_url's password, not stored
-        concurrency, transport = _per_process(config, resume)
+        config = _restore_userinfo(stored, config, run.run_id)  # a base_url's password, not stored
+        concurrency, transport = _per_process(config, run.run_id)
         if concurrency is not None:
             stored.concurrency = concurrency
         stored.generator_options.update(transport)
@@ -301,7 +301,7 @@ async def _scan(
         if not (config.cache and generator.local):
             # A local model loads on its first cache miss instead: a cached re-run loads nothing.
             await generator.start()
-        if resume is None:
+        if run is None:
             run_id = store.create_run(
                 generator.name,
                 {
@@ -312,7 +312,7 @@ async def _scan(
                 },
             )
         else:
-            run_id = resume
+            run_id = run.run_id
             store.set_run_status(run_id, RUN_RUNNING)
         on_run(run_id)
 

@@ -22,9 +22,8 @@ from __future__ import annotations
 import asyncio
 import csv
 import hashlib
-import json
 import math
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -34,7 +33,7 @@ from redline.datasets import MAX_DATASET_BYTES, MAX_ROWS, MAX_VALUE_BYTES, Datas
 from redline.detectors.base import HIT_THRESHOLD, Detector, DetectorUnavailable, Validation
 from redline.errors import UsageError
 from redline.evaluation.statistics import bootstrap_ci, wilson_interval
-from redline.untrusted import UntrustedInputError, csv_field_limit, csv_lines, iter_lines, load_json
+from redline.untrusted import UntrustedInputError, csv_field_limit, csv_lines, json_object_lines
 
 __all__ = [
     "HIT_THRESHOLD",
@@ -104,24 +103,11 @@ def _is_positive(value: Any, positive: str) -> bool:
     return text is not None and text.strip() == positive
 
 
-def _bounded(lines: Iterator[Any], path: Path) -> Iterator[Any]:
-    """``lines`` of a labelled file (:mod:`redline.untrusted`: the file at most the size of a
-    dataset, a line at most the size of one value, strict UTF-8, no NUL byte), a bad line raised
-    as a :class:`LabelledDataError` naming it."""
-    try:
-        for item in lines:
-            if isinstance(item, tuple) and isinstance(item[1], UntrustedInputError):
-                raise item[1]
-            yield item
-    except UntrustedInputError as exc:
-        raise LabelledDataError(f"{path}: {exc}") from None
-
-
 def _read_csv(path: Path, delimiter: str) -> Iterable[tuple[int, dict[str, Any], list[str]]]:
     """``(first line, row, columns)`` for each row of a CSV/TSV file."""
     with csv_field_limit(MAX_VALUE_BYTES):
         # strict: a quote left open (or a stray one) is an error, not a field that eats the file
-        lines = _bounded(csv_lines(path, max_line=MAX_VALUE_BYTES, max_file=MAX_DATASET_BYTES), path)
+        lines = csv_lines(path, max_line=MAX_VALUE_BYTES, max_file=MAX_DATASET_BYTES)
         reader = csv.reader(lines, delimiter=delimiter, strict=True)
         previous = 0  # the last line of the last row read
         try:
@@ -146,17 +132,7 @@ def _read_csv(path: Path, delimiter: str) -> Iterable[tuple[int, dict[str, Any],
 
 
 def _read_jsonl(path: Path) -> Iterable[tuple[int, dict[str, Any], list[str]]]:
-    for line, text in _bounded(iter_lines(path, max_line=MAX_VALUE_BYTES, max_file=MAX_DATASET_BYTES), path):
-        if not text.strip():
-            continue
-        try:
-            value = load_json(text)
-        except json.JSONDecodeError as exc:
-            raise LabelledDataError(f"{path}: line {line}: not valid JSON ({exc.msg})") from None
-        except UntrustedInputError as exc:  # nested too deeply, a number Python refuses
-            raise LabelledDataError(f"{path}: line {line}: {exc.problem}") from None
-        if not isinstance(value, dict):
-            raise LabelledDataError(f"{path}: line {line}: not a JSON object")
+    for line, value in json_object_lines(path, max_line=MAX_VALUE_BYTES, max_file=MAX_DATASET_BYTES):
         yield line, value, list(value)
 
 
@@ -233,8 +209,8 @@ def load_examples(
                     line=line,
                 )
             )
-    except UnicodeDecodeError:
-        raise LabelledDataError(f"{path}: not UTF-8 text") from None
+    except UntrustedInputError as exc:  # too large, a line too long, not UTF-8, not a JSON object...
+        raise LabelledDataError(f"{path}: {exc}") from None
     except OSError as exc:
         raise LabelledDataError(f"{path}: cannot read it: {exc.strerror or exc}") from None
     if not examples:

@@ -30,6 +30,7 @@ from typing import Any, Protocol
 
 from redline.attempt import Conversation, Message
 from redline.generators.base import Generator, GeneratorError
+from redline.generators.transport.remote import RemoteGenerator
 
 __all__ = ["CACHE_SCOPE", "TRANSPORT_SETTINGS", "CacheBackend", "CachedGenerator", "request_keys"]
 
@@ -151,11 +152,8 @@ class CachedGenerator(Generator):
             else:
                 outputs[i] = Message.from_dict(hit[0]) if hit[0] is not None else None
         self.hits += n - len(missing)
-        if len(missing) < n:
-            # a store written before outputs were masked may hold what an endpoint echoed
-            redact_outputs = getattr(self.inner, "redact_outputs", None)
-            if callable(redact_outputs):
-                redact_outputs(outputs)
+        if len(missing) < n and isinstance(self.inner, RemoteGenerator):
+            self.inner.redact_outputs(outputs)  # a store written before masking may hold an echoed key
         if not missing:
             return outputs
         await self._ensure_started()

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Callable
 from typing import Any
 
 from redline.attempt import Conversation, Message
@@ -110,10 +109,9 @@ class LiteLLMGenerator(RemoteGenerator):
         kwargs.update(self.extra)
         return kwargs
 
-    async def _call(self, kwargs: dict[str, Any], parse: Callable[[Any], Any] | None = None) -> Any:
-        """``litellm.acompletion(**kwargs)`` under the rate limits, the concurrency cap, the
-        timeout and the :attr:`retry_policy`; ``parse(response)`` when given, where a
-        :class:`MalformedResponse` is retried like a transient failure."""
+    async def _call(self, kwargs: dict[str, Any]) -> list[Message | None]:
+        """The outputs of ``litellm.acompletion(**kwargs)`` under the rate limits, the concurrency
+        cap, the timeout and the :attr:`retry_policy` (a :class:`MalformedResponse` is tried again)."""
         estimate = 0
         if self.limiter.limits_tokens:
             chars = sum(len(m["content"]) for m in kwargs["messages"])
@@ -132,10 +130,7 @@ class LiteLLMGenerator(RemoteGenerator):
                 raise self._failure(exc) from None
             usage = _field(response, "usage")
             self.limiter.settle(estimate, _field(usage, "total_tokens") if usage is not None else None)
-            try:
-                return response if parse is None else parse(response)
-            except MalformedResponse as exc:
-                raise TransientFailure(str(exc)) from None
+            return self._parse(response)
 
         return await self.retry_policy.call(attempt, self.limiter, estimate, self._count_retry)
 
@@ -171,7 +166,7 @@ class LiteLLMGenerator(RemoteGenerator):
 
     async def _generate(self, conversation: Conversation, n: int) -> list[Message | None]:
         """One call for ``n`` outputs; a provider without ``n`` gives one."""
-        return await self._call(self._kwargs(conversation, n), parse=self._parse)
+        return await self._call(self._kwargs(conversation, n))
 
     def settings(self) -> dict:
         values = {

@@ -309,19 +309,19 @@ class _Worker:
     def alive(self) -> bool:
         return self.process.is_alive()
 
-    def retire(self) -> None:
-        """Stop an idle worker without waiting for it (multiprocessing reaps it later)."""
-        self.stop()
-        self.conn.close()
-
     def stop(self) -> None:
         """Kill the process only (safe while another thread waits on its pipe: it sees EOF)."""
         if self.process.is_alive():
             self.process.kill()
 
+    def retire(self) -> None:
+        """Stop an idle worker without waiting for it (multiprocessing reaps it later)."""
+        self.stop()
+        self.conn.close()
+
     def kill(self) -> None:
-        if self.process.is_alive():
-            self.process.kill()
+        """Stop the worker and wait for it (its exit status is then known)."""
+        self.stop()
         self.process.join(5)
         self.conn.close()
 
@@ -413,29 +413,28 @@ class CheckerPool:
             self._strikes[key] = (count, reason)
 
     def _acquire(self, key: tuple[str, bool], root: str | None) -> _Worker:
+        """An idle worker of ``key``, else a new one (in a free slot, or in the slot of the
+        least recently used idle worker, which is stopped); waits while every slot is busy."""
         evicted: _Worker | None = None
         with self._cond:
-            if self._closed:
-                raise CheckerIsolationError("the checker pool is closed")
             while True:
-                for worker in reversed(self._idle):
-                    if worker.key == key:
-                        self._idle.remove(worker)
-                        if worker.alive():
-                            self._busy += 1
-                            self._running.add(worker)
-                            return worker
-                        evicted = worker
-                        break
-                else:
-                    if self._busy + len(self._idle) < self.limits.workers:
-                        break
-                    if self._idle:
-                        evicted = self._idle.pop(0)
-                        break
-                    self._cond.wait()
-                    continue
-                break
+                if self._closed:
+                    raise CheckerIsolationError("the checker pool is closed")
+                mine = next((w for w in reversed(self._idle) if w.key == key), None)
+                if mine is not None:
+                    self._idle.remove(mine)
+                    if mine.alive():
+                        self._busy += 1
+                        self._running.add(mine)
+                        return mine
+                    evicted = mine  # died while idle: a new one takes its slot
+                    break
+                if self._busy + len(self._idle) < self.limits.workers:
+                    break
+                if self._idle:
+                    evicted = self._idle.pop(0)
+                    break
+                self._cond.wait()
             self._busy += 1
             if self._ctx is None:
                 self._ctx = _context()

@@ -49,7 +49,15 @@ from redline.lve.prompt import (
     substitute,
 )
 from redline.lve.sandbox.safe_eval import UnsafeLambdaError
-from redline.untrusted import MIB, UntrustedInputError, iter_lines, load_json, read_text
+from redline.untrusted import (
+    MIB,
+    NotJSONObjectError,
+    UntrustedInputError,
+    iter_lines,
+    json_object,
+    load_json,
+    read_text,
+)
 
 __all__ = [
     "LVE",
@@ -106,13 +114,13 @@ def parse_instance(raw: str, path: Path, line: int) -> Instance:
     """Parse one instance line; :class:`LVEFormatError` naming ``path:line`` if malformed."""
     at = where(path, line)
     try:
-        data = load_json(raw)
-    except json.JSONDecodeError as exc:
-        raise LVEFormatError(f"{at}: bad JSON: {exc.msg} (column {exc.colno})") from None
+        data = json_object(raw)
+    except NotJSONObjectError as exc:
+        if exc.found is None:
+            raise LVEFormatError(f"{at}: bad JSON: {exc.detail} (column {exc.column})") from None
+        raise LVEFormatError(f"{at}: an instance must be a JSON object, not {exc.found}") from None
     except UntrustedInputError as exc:  # nested too deeply, a number Python refuses
         raise LVEFormatError(f"{at}: {exc.problem}") from None
-    if not isinstance(data, dict):
-        raise LVEFormatError(f"{at}: an instance must be a JSON object, not {type(data).__name__}")
     for key in ("response", "passed"):
         if key not in data:
             raise LVEFormatError(f"{at}: missing field '{key}'")

@@ -123,22 +123,21 @@ def parse_prompt_text(text: str, path: Path) -> list[LVEMessage]:
     """Messages from a prompt file: JSON lines, one JSON message or list, or plain text."""
     if re.fullmatch(r"\s*<please fill in>\s*", text):
         raise LVEFormatError(f"{path}: the prompt has not been filled in")
-    decoded: list[Any] = []
+    decoded: dict[int, Any] = {}  # line number: its JSON value
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
         try:
-            decoded.append(load_json(line))
+            decoded[number] = load_json(line)
         except json.JSONDecodeError:
-            decoded = []
+            decoded = {}
             break
         except UntrustedInputError as exc:  # nested too deeply, a number Python refuses
             raise LVEFormatError(f"{path}:{number}: {exc.problem}") from None
-    if decoded and all(isinstance(item, dict) for item in decoded):
-        for number, line in enumerate(text.splitlines(), start=1):
-            if line.strip():  # per-message problems are reported with their line
-                parse_messages([load_json(line)], f"{path}:{number}")
-        return parse_messages(decoded, str(path))
+    if decoded and all(isinstance(item, dict) for item in decoded.values()):
+        for number, item in decoded.items():  # per-message problems are reported with their line
+            parse_messages([item], f"{path}:{number}")
+        return parse_messages(list(decoded.values()), str(path))
     try:
         whole = load_json(text)
     except json.JSONDecodeError:

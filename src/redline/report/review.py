@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import random
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -52,7 +51,7 @@ from redline.report.exports import csv_safe
 from redline.report.rows import attempt_rows
 from redline.store import LABEL_FAIL, LABEL_PASS, ReviewRecord, Store
 from redline.textsafety import dumps
-from redline.untrusted import UntrustedInputError, csv_field_limit, csv_lines, iter_lines, load_json
+from redline.untrusted import UntrustedInputError, csv_field_limit, csv_lines, json_object_lines
 
 __all__ = [
     "JSONL_SUFFIXES",
@@ -316,38 +315,23 @@ def _int(row: Mapping[str, Any], column: str, default: int | None = None) -> int
         raise ValueError(f"{column} {value!r} is not a whole number") from None
 
 
-def _bounded(lines: Iterator[Any], path: Path) -> Iterator[Any]:
-    """``lines`` of a labels file, bounded as a dataset is (:mod:`redline.untrusted`), a bad line
-    raised as a :class:`ReviewError` naming it."""
+def _rows(path: Path) -> Iterator[tuple[int, Mapping[str, Any]]]:
+    """The rows of a CSV or JSONL labels file with the line each starts on, the file bounded as a
+    dataset is (:mod:`redline.untrusted`)."""
     try:
-        for item in lines:
-            if isinstance(item, tuple) and isinstance(item[1], UntrustedInputError):
-                raise item[1]
-            yield item
+        if path.suffix.lower() in JSONL_SUFFIXES:
+            yield from json_object_lines(path, max_line=MAX_VALUE_BYTES, max_file=MAX_DATASET_BYTES)
+        else:
+            yield from _csv_rows(path)
     except OSError as exc:
         raise ReviewError(f"cannot read {path}: {exc.strerror or exc}") from None
-    except UntrustedInputError as exc:  # too large, a line too long, not UTF-8, a NUL byte
+    except UntrustedInputError as exc:  # too large, a line too long, not UTF-8, not a JSON object...
         raise ReviewError(f"{path}:{exc.line}: {exc.problem}" if exc.line else f"{path}: {exc.problem}") from None
 
 
-def _rows(path: Path) -> Iterator[tuple[int, Mapping[str, Any]]]:
-    """The rows of a CSV or JSONL labels file with the line each starts on."""
-    if path.suffix.lower() in JSONL_SUFFIXES:
-        for number, line in _bounded(iter_lines(path, max_line=MAX_VALUE_BYTES, max_file=MAX_DATASET_BYTES), path):
-            if not line.strip():
-                continue
-            try:
-                row = load_json(line)
-            except json.JSONDecodeError as exc:
-                raise ReviewError(f"{path}:{number}: not a JSON object ({exc.msg})") from None
-            except UntrustedInputError as exc:  # nested too deeply, a number Python refuses
-                raise ReviewError(f"{path}:{number}: {exc.problem}") from None
-            if not isinstance(row, dict):
-                raise ReviewError(f"{path}:{number}: not a JSON object")
-            yield number, row
-        return
+def _csv_rows(path: Path) -> Iterator[tuple[int, Mapping[str, Any]]]:
     with csv_field_limit(MAX_VALUE_BYTES):
-        reader = csv.DictReader(_bounded(csv_lines(path, max_line=MAX_VALUE_BYTES, max_file=MAX_DATASET_BYTES), path))
+        reader = csv.DictReader(csv_lines(path, max_line=MAX_VALUE_BYTES, max_file=MAX_DATASET_BYTES))
         try:
             if not reader.fieldnames:
                 raise ReviewError(f"{path}: empty file (need a header with probe, seq and label)")

@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 import sqlite3
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from redline.store.errors import StoreError
@@ -58,6 +59,18 @@ def _action(sql: str) -> str:
     return "read" if first in ("SELECT", "PRAGMA", "WITH") else "write to"
 
 
+@contextmanager
+def _guarded(path: str | os.PathLike, action: str) -> Iterator[None]:
+    """Turn a ``sqlite3`` error raised inside into :func:`store_error`'s one line (misuse,
+    ``ProgrammingError``, is a bug and is left as it is)."""
+    try:
+        yield
+    except sqlite3.ProgrammingError:
+        raise
+    except sqlite3.DatabaseError as exc:
+        raise store_error(path, exc, action) from None
+
+
 class _GuardedCursor:
     """A cursor whose rows raise :class:`StoreError` instead of ``sqlite3`` errors."""
 
@@ -65,28 +78,16 @@ class _GuardedCursor:
         self._cursor, self._path, self._action = cursor, path, action
 
     def __iter__(self) -> Iterator[Any]:
-        try:
+        with _guarded(self._path, self._action):
             yield from self._cursor
-        except sqlite3.ProgrammingError:
-            raise
-        except sqlite3.DatabaseError as exc:
-            raise store_error(self._path, exc, self._action) from None
 
     def fetchone(self) -> Any:
-        try:
+        with _guarded(self._path, self._action):
             return self._cursor.fetchone()
-        except sqlite3.ProgrammingError:
-            raise
-        except sqlite3.DatabaseError as exc:
-            raise store_error(self._path, exc, self._action) from None
 
     def fetchall(self) -> list[Any]:
-        try:
+        with _guarded(self._path, self._action):
             return self._cursor.fetchall()
-        except sqlite3.ProgrammingError:
-            raise
-        except sqlite3.DatabaseError as exc:
-            raise store_error(self._path, exc, self._action) from None
 
 
 class GuardedConnection:
@@ -100,20 +101,12 @@ class GuardedConnection:
 
     def execute(self, sql: str, parameters: Any = ()) -> _GuardedCursor:
         action = _action(sql)
-        try:
+        with _guarded(self.path, action):
             return _GuardedCursor(self.raw.execute(sql, parameters), self.path, action)
-        except sqlite3.ProgrammingError:
-            raise
-        except sqlite3.DatabaseError as exc:
-            raise store_error(self.path, exc, action) from None
 
     def executemany(self, sql: str, rows: Iterable[Any]) -> None:
-        try:
+        with _guarded(self.path, "write to"):
             self.raw.executemany(sql, rows)
-        except sqlite3.ProgrammingError:
-            raise
-        except sqlite3.DatabaseError as exc:
-            raise store_error(self.path, exc, "write to") from None
 
     def close(self) -> None:
         self.raw.close()
@@ -122,10 +115,8 @@ class GuardedConnection:
 def check_integrity(connection: sqlite3.Connection, path: str | os.PathLike) -> None:
     """Raise :class:`StoreDamaged` when ``PRAGMA quick_check`` finds the store at ``path``
     damaged (or cannot read it to the end); other SQLite errors become :class:`StoreError`."""
-    try:
+    with _guarded(path, "read"):
         rows = connection.execute("PRAGMA quick_check(3)").fetchall()
-    except sqlite3.DatabaseError as exc:
-        raise store_error(path, exc, "read") from None
     problems = [str(row[0]) for row in rows if row and row[0] != "ok"]
     if problems:
         detail = "; ".join(" ".join(p.split()) for p in problems)[:200]

@@ -9,9 +9,10 @@ is a dead run, shown as ``interrupted`` and resumable.
 
 - :func:`acquire` takes the lock for a scan; a second scan of the same run (another process, or
   the same one) gets :class:`RunLocked`, whose message names the process holding it.
-- :func:`is_held` tells whether some scan holds it. It takes a shared lock for an instant, so
-  :func:`acquire` tries again for a short while before it gives up (a reader, not a scan, may be
-  what it met).
+- :func:`is_held` tells whether some scan holds it. It takes a shared lock for an instant, so a
+  scan's exclusive lock can meet readers: :func:`acquire` then asks for a shared lock itself,
+  which only readers let through. Readers are waited out (for :data:`PATIENCE` at most); a scan is
+  refused at once. So a reader never blocks a scan, and two scans never hold one run.
 
 The lock file is removed when the lock is released (and the folder when it is empty); a file
 left by a killed scan is reused by the next one. Where ``fcntl`` does not exist (Windows), or the
@@ -39,7 +40,7 @@ __all__ = ["LOCKING", "RunLock", "RunLocked", "acquire", "is_held", "lock_folder
 #: Whether runs are locked on this platform.
 LOCKING = fcntl is not None
 
-#: Seconds :func:`acquire` keeps trying when the lock is taken (a reader holds it for an instant).
+#: Seconds :func:`acquire` waits for readers (each holds a shared lock for an instant) to let go.
 PATIENCE = 1.0
 
 
@@ -98,9 +99,30 @@ def _holder(path: Path) -> str:
     return f"process {pid}" if pid.isdigit() else "another process"
 
 
+def _shared_lock_free(fd: int) -> bool:
+    """Whether a shared lock on ``fd`` can be had now: only readers hold the file, no scan (the
+    lock taken here goes with ``fd`` when it is closed)."""
+    assert fcntl is not None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except OSError:
+        return False
+    return True
+
+
+def _at_path(fd: int, path: Path) -> bool:
+    """Whether the file open as ``fd`` is still the one at ``path`` (a released lock's file is
+    removed, and the next scan creates a new one there)."""
+    try:
+        return os.path.samestat(os.fstat(fd), os.stat(path))
+    except FileNotFoundError:
+        return False
+
+
 def acquire(store_path: str | os.PathLike, run_id: str, patience: float = PATIENCE) -> RunLock:
     """Take the lock of run ``run_id`` of the store at ``store_path`` and write this process's id
-    in it. Raises :class:`RunLocked` when a scan holds it, naming that scan's process, and
+    in it. Raises :class:`RunLocked` at once when a scan holds it, naming that scan's process
+    (readers looking at the run are waited for, up to ``patience`` seconds), and
     :class:`StoreError` when the lock file cannot be created."""
     if fcntl is None:  # pragma: no cover - Windows
         return RunLock(None, None)
@@ -117,8 +139,12 @@ def acquire(store_path: str | os.PathLike, run_id: str, patience: float = PATIEN
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
+            readers_only = _shared_lock_free(fd)  # readers share; a scan's exclusive lock does not
+            released = not _at_path(fd, path)  # the scan holding it removed the file: it just ended
             os.close(fd)
-            if time.monotonic() >= deadline:
+            if released:
+                continue
+            if not readers_only or time.monotonic() >= deadline:
                 raise RunLocked(
                     f"run {run_id} is being scanned by {_holder(path)} (store {store_path}): "
                     "wait for that scan to end, or stop it and resume again"
@@ -131,12 +157,7 @@ def acquire(store_path: str | os.PathLike, run_id: str, patience: float = PATIEN
                 path.unlink()
                 path.parent.rmdir()
             return RunLock(None, None)
-        # the file may have been removed by the scan that held it before us: lock the one at the path
-        try:
-            same = os.path.samestat(os.fstat(fd), os.stat(path))
-        except FileNotFoundError:
-            same = False
-        if not same:
+        if not _at_path(fd, path):  # removed by the scan that held it before us: lock the one at the path
             os.close(fd)
             continue
         os.ftruncate(fd, 0)

@@ -39,7 +39,7 @@ from typing import Any
 
 from redline.attempt import Attempt
 from redline.evaluation import FAIL
-from redline.generators.transport.secrets import mask_url
+from redline.generators.transport.secrets import mask_url, redact_data
 from redline.store.errors import RunNotFound, StoreError
 from redline.store.integrity import GuardedConnection, StoreDamaged, check_integrity, store_error
 from redline.store.locks import RunLock, RunLocked, acquire, is_held
@@ -104,18 +104,6 @@ def _only_env_reference(item: Any) -> bool:
         return False
     rest = _ENV_REFERENCE.sub("", item).strip()
     return len(rest) <= 16 and " " not in rest
-
-
-def _mask_urls(value: Any) -> Any:
-    """``value`` (a run's configuration) with the password of every URL in its strings replaced
-    by ``***`` (:func:`~redline.generators.transport.secrets.mask_url`)."""
-    if isinstance(value, str):
-        return mask_url(value)
-    if isinstance(value, dict):
-        return {key: _mask_urls(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [_mask_urls(item) for item in value]
-    return value
 
 
 def _check_no_secrets(value: Any, path: str = "config") -> None:
@@ -198,7 +186,7 @@ class Store:
         """Record a new run and return its id. The store holds the run's lock from before the
         run exists until :meth:`release_run` or :meth:`close`."""
         _check_no_secrets(config)
-        config = _mask_urls(config)  # a user:password@ in a URL is stored as user:***@
+        config = redact_data(config, (), urls=True)  # a user:password@ in any URL is stored as user:***@
         run_id = _new_run_id()
         self._locks[run_id] = acquire(self.path, run_id)
         now = time.time()

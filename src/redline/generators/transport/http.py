@@ -279,12 +279,9 @@ class HTTPGenerator(RemoteGenerator):
             if status < 300:
                 if as_text:
                     return response.text
-                try:
-                    data = self._json(response, url)
-                    self.limiter.settle(estimated_tokens, self._usage_tokens(data))
-                    return data if parse is None else parse(data)
-                except MalformedResponse as exc:  # a truncated or garbled body: worth another try
-                    raise TransientFailure(str(exc)) from None
+                data = self._json(response, url)  # a truncated or garbled body: MalformedResponse, tried again
+                self.limiter.settle(estimated_tokens, self._usage_tokens(data))
+                return data if parse is None else parse(data)
             if status in (401, 403):
                 raise GeneratorUnavailable(
                     f"{self.base_url} refused the key in {self.api_key_env or 'the request'} (HTTP {status})"

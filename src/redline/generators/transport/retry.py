@@ -63,13 +63,12 @@ class TransientFailure(GeneratorError):
         self.throttled = throttled
 
 
-class MalformedResponse(GeneratorError):
+class MalformedResponse(TransientFailure):
     """A successful answer (HTTP 2xx) that cannot be read: not JSON, or JSON without the fields the
-    backend needs. A backend's parser raises it; the transport turns it into a
-    :class:`TransientFailure`, so the request is tried again with the same backoff and budget as
-    a 5xx, and after the last try the attempt records the problem (``"malformed response from
-    URL: ... (after N tries)"``). A server answering an error object is not malformed: that is
-    a :class:`GeneratorError` at once."""
+    backend needs. A backend's parser raises it inside the try; being a :class:`TransientFailure`,
+    the request is tried again with the same backoff and budget as a 5xx, and after the last try
+    the attempt records the problem (``"malformed response from URL: ... (after N tries)"``). A
+    server answering an error object is not malformed: that is a :class:`GeneratorError` at once."""
 
 
 @dataclass(frozen=True)

@@ -93,11 +93,16 @@ def expand_env(value: str, where: str) -> str:
     return ENV_REFERENCE.sub(replace, value)
 
 
+def _split_userinfo(userinfo: str) -> tuple[str, str]:
+    """``user:password`` as (``"user:"``, the password); a lone ``TOKEN`` (``https://TOKEN@host``,
+    no colon) as (``""``, the token): the part to keep and the secret."""
+    user, colon, password = userinfo.partition(":")
+    return (user + colon, password) if colon else ("", user)
+
+
 def _mask_userinfo(match: re.Match[str]) -> str:
-    user, colon, password = match.group("userinfo").partition(":")
-    if colon:
-        return f"{match.group('scheme')}{user}:{MASK}@" if password else match.group()
-    return f"{match.group('scheme')}{MASK}@" if user else match.group()  # a lone token: https://TOKEN@host
+    kept, secret = _split_userinfo(match.group("userinfo"))
+    return f"{match.group('scheme')}{kept}{MASK}@" if secret else match.group()
 
 
 def mask_url(text: str) -> str:
@@ -110,10 +115,7 @@ def mask_url(text: str) -> str:
 def has_masked_userinfo(url: str) -> bool:
     """True when ``url`` holds a userinfo :func:`mask_url` masked (its password is lost)."""
     match = _USERINFO.search(url)
-    if match is None:
-        return False
-    user, colon, password = match.group("userinfo").partition(":")
-    return (password if colon else user) == MASK
+    return match is not None and _split_userinfo(match.group("userinfo"))[1] == MASK
 
 
 def url_secrets(url: str | None) -> list[str]:
@@ -151,7 +153,8 @@ def redact(text: str, secrets: Iterable[str], minimum: int = SECRET_MIN, *, urls
 
 def redact_data(value: Any, secrets: Iterable[str], minimum: int = OUTPUT_SECRET_MIN, *, urls: bool = False) -> Any:
     """``value`` (parsed JSON: dicts, lists, strings, numbers) with :func:`redact` applied to
-    every string in it, keys included; other values are returned as they are."""
+    every string in it, keys included; other values are returned as they are. With no secrets and
+    ``urls``, only URL passwords are masked (a run's stored configuration)."""
     found = [s for s in secrets if len(s) >= minimum]
 
     def walk(node: Any) -> Any:
