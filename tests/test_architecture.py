@@ -26,6 +26,7 @@ LAYERS: list[set[str]] = [
     {"attacks"},
     {"store"},
     {"engine", "report"},
+    {"view"},
     {"cli"},
 ]
 

@@ -200,6 +200,24 @@ def test_attempts_are_kept_per_run(store):
     assert list(store.iter_attempts(second)) == []
 
 
+def test_get_attempt_reads_one_attempt_by_run_probe_and_seq(store):
+    run_id = store.create_run("m", {})
+    other = store.create_run("m", {})
+    saved = make_attempt(3, "probe.B", evaluation=["fail"])
+    store.save_attempt(run_id, saved)
+    store.save_attempt(run_id, make_attempt(3, "probe.A"))
+    store.save_attempt(other, make_attempt(4, "probe.B"))
+    assert store.get_attempt(run_id, "probe.B", 3) == saved  # the whole attempt, uuid included
+    assert store.get_attempt(run_id, "probe.A", 3).probe_classname == "probe.A"
+    for where in [(run_id, "probe.B", 4), (run_id, "probe.C", 3), (other, "probe.B", 3), ("no-run", "probe.B", 3)]:
+        assert store.get_attempt(*where) is None, where
+    for seq in (-1, 2**63, -(2**63) - 1, 10**30):  # beyond SQLite's integers: not stored, no error
+        assert store.get_attempt(run_id, "probe.B", seq) is None
+    retried = make_attempt(3, "probe.B", evaluation=["pass"])
+    store.save_attempt(run_id, retried)
+    assert store.get_attempt(run_id, "probe.B", 3) == retried  # the latest write
+
+
 def test_saving_an_attempt_again_replaces_it(store):
     run_id = store.create_run("m", {})
     attempt = make_attempt(0, error="timeout")

@@ -21,6 +21,7 @@ from redline.cli import detectors as detectors_cli
 from redline.cli import lve as lve_cli
 from redline.cli import report as report_cli
 from redline.cli import review as review_cli
+from redline.cli import view as view_cli
 from redline.cli.common import err_console
 from redline.datasets import parse_columns
 from redline.detectors import check_detector_spec
@@ -206,6 +207,16 @@ def scan(
     if retry_errors and not resume:
         raise UsageError("--retry-errors needs --resume RUN_ID")
     config = None
+    generator_flags: dict[str, Any] = {  # the generator options with a flag of their own (_GENERATOR_FLAG)
+        "base_url": base_url,
+        "api_key_env": api_key_env,
+        "max_tokens": max_tokens,
+        "temperature": temperature,
+        "timeout": timeout,
+        "max_retries": max_retries,
+        "rpm": rpm,
+        "tpm": tpm,
+    }
     if resume is None:
         file_values = load_config(config_file) if config_file is not None else {}
         cli_values: dict[str, Any] = {
@@ -221,17 +232,7 @@ def scan(
             "trust_code": True if trust_code else None,
             "judge": _check_judge(judge),
         }
-        cli_generator: dict[str, Any] = {
-            "base_url": base_url,
-            "api_key_env": api_key_env,
-            "max_tokens": max_tokens,
-            "temperature": temperature,
-            "timeout": timeout,
-            "max_retries": max_retries,
-            "rpm": rpm,
-            "tpm": tpm,
-            **parse_gen_opts(gen_opt or []),
-        }
+        cli_generator = {**generator_flags, **parse_gen_opts(gen_opt or [])}
         config = build_scan_config(file_values, cli_values, cli_generator)
         config.model = _absolute_model_path(config.model)
         config.converters, config.converter_model = converters, converter_model
@@ -283,8 +284,6 @@ def scan(
             ),
             "--skip-unavailable": (skip_unavailable or None, lambda: True, stored.skip_unavailable),
         }
-        generator_flags: dict[str, Any] = {"base_url": base_url, "api_key_env": api_key_env, "max_tokens": max_tokens}
-        generator_flags.update(temperature=temperature, timeout=timeout, max_retries=max_retries, rpm=rpm, tpm=tpm)
         config = _resume_config(
             stored,
             [flag for flag, (value, normalised, was) in given.items() if value is not None and normalised() != was],
@@ -421,12 +420,13 @@ def _check_probes(selection: str | None) -> str | None:
 
 def _mount_subcommands() -> None:
     """Mount the commands that live in their own modules (``lve``, ``detectors``, ``report``/``compare``,
-    ``review``, ``demo``)."""
+    ``review``, ``demo``, ``view``)."""
     app.add_typer(lve_cli.app, name="lve")
     app.add_typer(detectors_cli.app, name="detectors")
     report_cli.register(app)
     review_cli.register(app)
     demo_cli.register(app)
+    view_cli.register(app)
 
 
 _mount_subcommands()

@@ -73,6 +73,9 @@ __all__ = [
 #: The message of a run shown as interrupted because its scan died without recording an end.
 DEAD_RUN_MESSAGE = "its scan stopped without recording an end (the process was killed or crashed)"
 
+#: The range of a SQLite INTEGER (a Python int outside it cannot be bound to a statement).
+_MIN_INTEGER, _MAX_INTEGER = -(2**63), 2**63 - 1
+
 _SECRET_KEY = re.compile(r"(api[_-]?key|secret|passw(or)?d|authorization|bearer|(^|[_-])token$|credential)", re.I)
 
 
@@ -337,6 +340,16 @@ class Store:
         where, args = _attempt_filter(run_id, probe, errored)
         for (data,) in self._db.execute(f"SELECT data FROM attempts WHERE {where} ORDER BY probe, seq", args):
             yield json.loads(data)
+
+    def get_attempt(self, run_id: str, probe: str, seq: int) -> Attempt | None:
+        """Attempt ``seq`` of ``probe`` in ``run_id`` (one row, read by its key); ``None`` when
+        it is not stored (a ``seq`` outside SQLite's integers included)."""
+        if not _MIN_INTEGER <= seq <= _MAX_INTEGER:
+            return None
+        row = self._db.execute(
+            "SELECT data FROM attempts WHERE run_id = ? AND probe = ? AND seq = ?", (run_id, probe, seq)
+        ).fetchone()
+        return Attempt.from_dict(json.loads(row[0])) if row else None
 
     def attempt_counts(self, run_id: str) -> dict[str, AttemptCounts]:
         """Per probe with stored attempts: attempts, outputs, failed outputs and errored attempts
