@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -22,7 +23,7 @@ def test_an_unknown_gen_opt_is_refused_with_what_the_family_takes(model):
         build_scan_config({}, {"model": model}, parse_gen_opts(["whatever=1"]))
     assert str(info.value) == (
         f"--gen-opt: the {family} generator does not take option 'whatever' "
-        "(it takes: delay, max_tokens, seed, temperature, top_p)"
+        "(it takes: delay, exit_once, max_tokens, seed, temperature, top_p)"
     )
 
 
@@ -64,6 +65,20 @@ def test_the_cli_refuses_an_unknown_gen_opt_in_one_line(tmp_path):
     assert proc.returncode == 1
     assert proc.stderr.strip().splitlines() == [
         "error: --gen-opt: the test.echo generator does not take option 'bogus' "
-        "(it takes: delay, max_tokens, seed, temperature, top_p)"
+        "(it takes: delay, exit_once, max_tokens, seed, temperature, top_p)"
     ]
     assert not db.exists()
+
+
+def test_exit_once_ends_only_the_first_process_that_asks(tmp_path):
+    marker = tmp_path / "died"
+    code = (
+        "import asyncio, sys; from redline.generators import get_generator; from redline.attempt import Conversation;"
+        f"g = get_generator('test.echo', exit_once={str(marker)!r});"
+        "print(asyncio.run(g.generate(Conversation.from_openai([{'role': 'user', 'content': 'hi'}]), 1))[0].text)"
+    )
+    env = {"PYTHONPATH": str(Path(__file__).resolve().parents[2] / "src"), "PATH": ""}
+    first = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
+    second = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
+    assert (first.returncode, first.stdout) == (1, "") and marker.exists()
+    assert (second.returncode, second.stdout.strip()) == (0, "hi")

@@ -38,6 +38,8 @@ from rich.text import Text
 
 from redline.detectors import detectors as detector_registry
 from redline.engine import scan
+from redline.engine.executors import ExecutorConfig
+from redline.engine.ray_executor import import_ray
 from redline.errors import RedlineError, UsageError
 from redline.generators import Generator
 from redline.generators import generators as generator_registry
@@ -270,9 +272,14 @@ def run_scan(
     quiet: bool,
     heartbeat: float | None = None,
     generator: Generator | None = None,
+    executor: ExecutorConfig | None = None,
 ) -> str:
     """Run a scan, showing its progress on stderr; returns the run id. On Ctrl-C, prints how to
     resume and exits 130.
+
+    ``executor`` says where the attempts run (:class:`~redline.engine.executors.ExecutorConfig`;
+    ``None``: in this process). Ray is checked for before the store is opened: without it, an
+    :class:`~redline.engine.executors.ExecutorUnavailable` with the install command, and no run.
 
     On a terminal (or with ``REDLINE_PROGRESS=1``) the progress is a bar. Otherwise (a CI log, a
     file), unless ``quiet``, it is a :class:`Heartbeat` line every ``heartbeat`` seconds and one
@@ -280,6 +287,8 @@ def run_scan(
     10 s), and 0 turns the lines off. ``generator`` is the model under test instead of the one
     ``config.model`` names (the Python API, tests)."""
     interval = heartbeat_interval() if heartbeat is None else heartbeat
+    if executor is not None and executor.kind == "ray":
+        import_ray()  # the one-line install hint now, before a run is created
 
     class RateColumn(ProgressColumn):
         """Attempts per second since this scan started, and the ETA at that rate (rich's own
@@ -363,6 +372,7 @@ def run_scan(
                     progress=on_progress,
                     generator=generator,
                     on_run=on_run,
+                    executor=executor,
                 )
             )
     except KeyboardInterrupt:

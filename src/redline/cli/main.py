@@ -27,6 +27,7 @@ from redline.datasets import parse_columns
 from redline.detectors import check_detector_spec
 from redline.detectors.options import parse_detector_options
 from redline.engine import RESUME_GENERATOR_OPTIONS, ScanConfig, build_scan_config, load_config, parse_gen_opts
+from redline.engine.config_file import build_executor_config
 from redline.errors import RedlineError, UsageError
 from redline.generators.transport.secrets import has_masked_userinfo, mask_url
 from redline.lve.isolation import CheckerLimits, configure_shared_pool
@@ -63,6 +64,11 @@ FAIL_MARK_OPTION = typer.Option(
 )
 
 
+class ExecutorKind(str, Enum):
+    local = "local"
+    ray = "ray"
+
+
 def _examples_option() -> Any:
     return typer.Option(
         0,
@@ -93,7 +99,8 @@ def scan(
         "--resume",
         help="Continue the run RUN_ID with its own settings, skipping finished attempts. Options that would "
         "change the run (-m, -p, --base-url, --sample...) are refused; only --concurrency, --timeout, "
-        "--max-retries, --rpm, --tpm and transport --gen-opt options (backoff, concurrency cap) are applied.",
+        "--max-retries, --rpm, --tpm, transport --gen-opt options (backoff, concurrency cap) and --executor "
+        "with its options are applied.",
     ),
     retry_errors: bool = typer.Option(False, "--retry-errors", help="With --resume: also retry attempts that errored."),
     as_json: bool = typer.Option(False, "--json", help="Print the run summary as JSON on stdout."),
@@ -199,6 +206,30 @@ def scan(
         help="Report probes whose detector cannot load (e.g. a missing classifier) as 'not measured' instead of stopping (on by default with --probes all).",
     ),
     examples: int = _examples_option(),
+    executor: ExecutorKind | None = typer.Option(
+        None,
+        "--executor",
+        help="Where attempts run: local (this process, the default) or ray (Ray actors, each with its own "
+        "generator, on this machine or the cluster of --ray-address; pip install 'redline[ray]'). "
+        "Applied with --resume too.",
+    ),
+    ray_address: str | None = typer.Option(
+        None,
+        "--ray-address",
+        help="With --executor ray: the Ray cluster to join, HOST:PORT (or auto); default: start Ray on this machine.",
+    ),
+    workers: int | None = typer.Option(
+        None,
+        "--workers",
+        min=1,
+        help="With --executor ray: Ray actors (1-1024), each with its own copy of the model (default: the CPUs Ray has, at most 8).",
+    ),
+    gpus_per_worker: float | None = typer.Option(
+        None,
+        "--gpus-per-worker",
+        min=0.0,
+        help="With --executor ray: GPUs each actor holds, for a local model (0-64, whole above 1; default 0; fractions share a GPU).",
+    ),
 ) -> None:
     """Scan a model with probes and store every attempt."""
     fail_mark = _check_mark(fail_mark)
@@ -217,8 +248,15 @@ def scan(
         "rpm": rpm,
         "tpm": tpm,
     }
+    cli_executor: dict[str, Any] = {  # how the run executes: never part of the run (allowed with --resume)
+        "executor": executor.value if executor is not None else None,
+        "ray_address": ray_address,
+        "workers": workers,
+        "gpus_per_worker": gpus_per_worker,
+    }
     if resume is None:
         file_values = load_config(config_file) if config_file is not None else {}
+        executor_config = build_executor_config(file_values, cli_executor)
         cli_values: dict[str, Any] = {
             "model": model,
             "probes": _check_probes(probes),
@@ -252,6 +290,7 @@ def scan(
     elif config_file is not None:
         raise UsageError("--config starts a new run; a resumed run keeps its own configuration")
     else:
+        executor_config = build_executor_config({}, cli_executor)
         with common.open_store(store, must_exist=True) as opened:
             stored = ScanConfig.from_dict(opened.get_run(resume).scan)
         given = {  # what each option given with --resume would make the run, next to what it is
@@ -291,7 +330,9 @@ def scan(
             concurrency=concurrency,
         )
     configure_shared_pool(lve_cli.checker_limits(checker_timeout, checker_memory))  # LVE checkers' workers
-    run_id = common.run_scan(config, store, resume=resume, retry_errors=retry_errors, quiet=as_json)
+    run_id = common.run_scan(
+        config, store, resume=resume, retry_errors=retry_errors, quiet=as_json, executor=executor_config
+    )
     common.print_summary(store, run_id, as_json=as_json, fail_above=fail_above, fail_mark=fail_mark, examples=examples)
 
 

@@ -22,11 +22,18 @@
     trust_code: false
     probe_options: {bias.ForcedChoice: {sample: 5}}
     judge: hf:./compliance-judge   # replaces refusal.Compliance (hf:PATH, llm[:MODEL], A+B)
+    executor: ray                # how attempts run: local (the default) or ray
+    ray_address: 10.0.0.1:6379   # with executor: ray; left out: Ray starts on this machine
+    workers: 4                   # with executor: ray: the Ray actors
+    gpus_per_worker: 1           # with executor: ray: GPUs each actor holds
 
 Command-line flags override the file (``--gen-opt key=value`` and the generator flags override
 ``generator:``). Every mistake is one :class:`ConfigError` line naming the file (or flag) and the
-key. Secrets never go in a file: keys go in environment variables named by ``api_key_env``, and
-headers refer to them as ``${VAR}``.
+key. The executor keys (``executor``, ``ray_address``, ``workers``, ``gpus_per_worker``) say how
+the run executes, not what it measures: :func:`build_executor_config` makes them an
+:class:`~redline.engine.executors.ExecutorConfig`, which is never part of the
+:class:`~redline.engine.config.ScanConfig` or stored with the run. Secrets never go in a file:
+keys go in environment variables named by ``api_key_env``, and headers refer to them as ``${VAR}``.
 
 A configuration file comes from anyone, so it is read within bounds: at most
 :data:`MAX_CONFIG_BYTES`, UTF-8, and YAML that builds only JSON-like values, nests at most 64
@@ -46,6 +53,7 @@ from typing import Any
 from redline.datasets import FIELDS
 from redline.detectors import check_detector_spec
 from redline.engine.config import ScanConfig
+from redline.engine.executors import EXECUTORS, ExecutorConfig
 from redline.errors import RedlineError, UsageError
 from redline.generators import generators, known_generator_options, split_spec
 from redline.probes import probes as probe_registry
@@ -55,6 +63,10 @@ __all__ = [
     "MAX_CONFIG_BYTES",
     "SCAN_KEYS",
     "ConfigError",
+    "MAX_GPUS_PER_WORKER",
+    "MAX_WORKERS",
+    "RAY_OPTIONS",
+    "build_executor_config",
     "build_scan_config",
     "check_family_options",
     "check_probe_options",
@@ -102,6 +114,36 @@ def _str(value: Any) -> Any:
     return value.strip()
 
 
+MAX_WORKERS = 1024
+"""The most Ray actors a scan asks for (``--workers``, ``workers:``)."""
+
+
+def _workers(value: Any) -> Any:
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_WORKERS:
+        raise ValueError(f"must be an integer from 1 to {MAX_WORKERS}")
+    return value
+
+
+MAX_GPUS_PER_WORKER = 64
+"""The most GPUs one Ray actor asks for (an actor lives on one machine)."""
+
+
+def _gpus(value: Any) -> Any:
+    """GPUs per Ray actor: a number from 0 to :data:`MAX_GPUS_PER_WORKER`, whole above 1 (Ray
+    shares a GPU, never splits several)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= MAX_GPUS_PER_WORKER:
+        raise ValueError(f"must be a number from 0 to {MAX_GPUS_PER_WORKER}")
+    if value > 1 and value != int(value):
+        raise ValueError("must be a whole number above 1 (fractions share one GPU)")
+    return float(value)
+
+
+def _executor(value: Any) -> Any:
+    if value not in EXECUTORS:
+        raise ValueError(f"must be {' or '.join(EXECUTORS)}")
+    return value
+
+
 def _mapping(value: Any) -> Any:
     if not isinstance(value, dict):
         raise ValueError("must be a mapping")
@@ -139,8 +181,15 @@ SCAN_KEYS: dict[str, Callable[[Any], Any]] = {
     "trust_code": _bool,
     "probe_options": _mapping,
     "judge": _str,
+    "executor": _executor,
+    "ray_address": _str,
+    "workers": _workers,
+    "gpus_per_worker": _gpus,
 }
 _ALIASES = {"num_repetitions": "repetitions", "generator_options": "generator", "lve_paths": "lve"}
+
+#: The options of the Ray executor, each with its flag; they need ``executor: ray`` (``--executor ray``).
+RAY_OPTIONS = {"ray_address": "--ray-address", "workers": "--workers", "gpus_per_worker": "--gpus-per-worker"}
 
 _GENERATOR_FLAGS = frozenset(
     {"base_url", "api_key_env", "max_tokens", "temperature", "timeout", "max_retries", "rpm", "tpm"}
@@ -358,6 +407,9 @@ def load_config(path: str | Path) -> dict[str, Any]:
             values[key] = check(value)
         except ValueError as exc:
             raise ConfigError(f"{file}: {raw_key} {exc}, not {_shown(value)}") from None
+    ray_keys = [key for key in RAY_OPTIONS if key in values]
+    if ray_keys and values.get("executor") != "ray":
+        raise ConfigError(f"{file}: {', '.join(ray_keys)} {'needs' if len(ray_keys) == 1 else 'need'} executor: ray")
     if "generator" in values:
         values["generator"] = validate_generator_options(values["generator"], f"{file}: generator")
     if "probe_options" in values:
@@ -428,3 +480,31 @@ def build_scan_config(
         cache=bool(merged.get("cache", True)),
         judge=merged.get("judge"),
     )
+
+
+def build_executor_config(file_values: dict[str, Any], cli_values: dict[str, Any]) -> ExecutorConfig:
+    """How the run executes (:class:`~redline.engine.executors.ExecutorConfig`): the file's
+    ``executor`` keys, then the command line's (``cli_values``: ``executor`` and the keys of
+    :data:`RAY_OPTIONS`, ``None`` meaning "not given"). A file's Ray keys come with its
+    ``executor: ray`` (:func:`load_config` checks it) and are dropped when ``--executor local``
+    overrides it; a Ray flag without Ray as the executor raises :class:`UsageError` naming it."""
+    given = {key: value for key, value in cli_values.items() if value is not None}
+    if "ray_address" in given:
+        given["ray_address"] = str(given["ray_address"]).strip()
+        if not given["ray_address"]:
+            raise UsageError("--ray-address is empty: give HOST:PORT of a Ray cluster, or leave it out")
+    kind = given.get("executor") or file_values.get("executor") or "local"
+    if kind != "ray":
+        flags = [flag for key, flag in RAY_OPTIONS.items() if key in given]
+        if flags:
+            raise UsageError(f"{', '.join(flags)} {'needs' if len(flags) == 1 else 'need'} --executor ray")
+        return ExecutorConfig()
+    ray = {key: file_values[key] for key in RAY_OPTIONS if key in file_values and file_values.get("executor") == "ray"}
+    ray.update({key: given[key] for key in RAY_OPTIONS if key in given})
+    for key, check in (("workers", _workers), ("gpus_per_worker", _gpus)):
+        if key in given:  # the file's values are checked already
+            try:
+                ray[key] = check(given[key])
+            except ValueError as exc:
+                raise UsageError(f"{RAY_OPTIONS[key]} {exc}, not {given[key]!r}") from None
+    return ExecutorConfig(kind="ray", **ray)

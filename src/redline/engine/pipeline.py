@@ -34,6 +34,8 @@ from redline.attacks.wiring import apply_scan_options
 from redline.attempt import Attempt
 from redline.detectors import check_detector_spec
 from redline.engine.config import ScanConfig
+from redline.engine.executors import ExecutorConfig
+from redline.engine.ray_executor import RayExecutor
 from redline.errors import UsageError
 from redline.generators import Generator, get_generator
 from redline.generators.cache import CachedGenerator
@@ -219,8 +221,12 @@ async def scan(
     progress: ProgressCallback | None = None,
     generator: Generator | None = None,
     on_run: Callable[[str], None] | None = None,
+    executor: ExecutorConfig | None = None,
 ) -> str:
     """Run (or, with ``resume=RUN_ID``, continue) a scan; returns the run id.
+
+    ``executor`` says where phases 2 and 3 run: in this process (the default) or on Ray actors
+    (:mod:`redline.engine.ray_executor`); the store, phase 4 and the summary are the same either way.
 
     With ``resume``, ``config`` is ``None`` or gives only what a resumed run may change: its
     ``concurrency`` and :data:`RESUME_GENERATOR_OPTIONS` in ``generator_options``.
@@ -255,6 +261,7 @@ async def scan(
             progress=progress,
             generator=generator,
             on_run=started,
+            executor=executor or ExecutorConfig(),
         )
     finally:
         for run_id in held:
@@ -270,6 +277,7 @@ async def _scan(
     progress: ProgressCallback | None,
     generator: Generator | None,
     on_run: Callable[[str], None],
+    executor: ExecutorConfig,
 ) -> str:
     """:func:`scan`, once the store is checked and the lock of ``run`` (a resumed run) is held."""
     records_versions = True
@@ -286,6 +294,8 @@ async def _scan(
         config = stored
     elif config is None:
         raise ScanError("scan needs a configuration or a run to resume")
+    if generator is not None and executor.kind != "local":
+        raise ScanError("a generator object runs in this process only: build it from the configuration on Ray")
 
     probes = build_probes(config)
     names = [p.name for p in probes]
@@ -298,8 +308,9 @@ async def _scan(
         generator.preflight()  # a missing file or package: stop before a run is created
         if progress:
             progress("loading", 0, 0)
-        if not (config.cache and generator.local):
+        if executor.kind == "local" and not (config.cache and generator.local):
             # A local model loads on its first cache miss instead: a cached re-run loads nothing.
+            # (On Ray, each actor starts its own generator; this one only names the run.)
             await generator.start()
         if run is None:
             run_id = store.create_run(
@@ -364,7 +375,17 @@ async def _scan(
                         already -= sum(min(count, done) for count, done in skipped)
                         if progress:
                             progress("start", already, total)
-                    await runner.run_all(work())  # phases 2 and 3, streamed
+                    if executor.kind == "ray":  # phases 2 and 3 on Ray actors, streamed back
+                        distributed = RayExecutor(
+                            executor,
+                            config,
+                            build_probes,
+                            cache=dict(store.cache_items()) if config.cache else None,
+                            skipped={p.name: p.skip_reason for p in probes if p.skip_reason},
+                        )
+                        await distributed.run(work(), on_done, writer.cache_put, runner.concurrency)
+                    else:
+                        await runner.run_all(work())  # phases 2 and 3, streamed
                 finally:
                     await runner.close_detectors()  # an LLM judge's own model
             sources.clear()

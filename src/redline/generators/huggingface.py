@@ -191,8 +191,8 @@ class TransformersGenerator(Generator):
         hf_logging.disable_progress_bar()
         device = self.resolve_device(torch)  # before loading: a wrong device fails at once
         torch.manual_seed(self.seed)
-        if device == "cpu":
-            torch.set_num_threads(max(1, os.cpu_count() or 1))
+        if device == "cpu":  # every core, unless the process was given fewer (a Ray actor's share)
+            torch.set_num_threads(max(1, int(os.environ.get("OMP_NUM_THREADS") or 0) or os.cpu_count() or 1))
         try:
             tokenizer, model = self._load_pretrained(torch, AutoTokenizer, AutoModelForCausalLM)
         except (OSError, ValueError) as exc:

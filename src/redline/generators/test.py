@@ -1,7 +1,9 @@
 """Generators for tests and demos: no model, deterministic.
 
 Their options: ``delay`` (seconds) makes each request take that long, to exercise concurrency and
-interruption; the sampling options of a real model (``max_tokens``, ``temperature``, ``top_p``,
+interruption; ``exit_once`` (a file path) ends the process at its first request when that file does
+not exist yet, creating it first, so that exactly one worker of a distributed scan dies (the test of
+losing a Ray actor); the sampling options of a real model (``max_tokens``, ``temperature``, ``top_p``,
 ``seed``) are taken and change nothing, so that a command written for a model runs unchanged with
 a test generator. Any other option is refused, as every built-in family refuses an option it
 does not read (``--gen-opt: the test.echo generator does not take option ...``)."""
@@ -9,6 +11,7 @@ does not read (``--gen-opt: the test.echo generator does not take option ...``).
 from __future__ import annotations
 
 import asyncio
+import os
 from typing import Any
 
 from redline.attempt import Conversation, Message
@@ -19,6 +22,7 @@ from redline.generators.options import SAMPLING_OPTIONS, SEED_OPTION, GeneratorO
 class _TestGenerator(Generator):
     option_specs = (
         GeneratorOption("delay", "number", 0.0, "seconds each request takes"),
+        GeneratorOption("exit_once", "text", None, "end the process at the first request unless this file exists"),
         *SAMPLING_OPTIONS,  # taken and ignored: no model samples here
         SEED_OPTION,
     )
@@ -28,8 +32,16 @@ class _TestGenerator(Generator):
     def __init__(self, model: str = "", **options: Any) -> None:
         super().__init__(model, **options)
         self.delay: float = self.option_values["delay"]
+        self.exit_once: str | None = self.option_values["exit_once"]
 
     async def _wait(self) -> None:
+        if self.exit_once:
+            try:
+                os.close(os.open(self.exit_once, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+            except FileExistsError:
+                pass  # some process died already: answer
+            else:
+                os._exit(1)  # the test of a worker lost mid-scan
         if self.delay > 0:
             await asyncio.sleep(self.delay)
 

@@ -388,6 +388,11 @@ class Store:
         row = self._db.execute("SELECT outputs FROM cache WHERE key = ?", (key,)).fetchone()
         return json.loads(row[0]) if row else None
 
+    def cache_items(self) -> Iterator[tuple[str, list[Any]]]:
+        """Every cached entry as ``(key, outputs)`` (what a distributed scan's workers start with)."""
+        for key, outputs in self._db.execute("SELECT key, outputs FROM cache"):
+            yield key, json.loads(outputs)
+
     def cache_put(self, key: str, outputs: list[Any]) -> None:
         """Store (or replace) the outputs of ``key``; committed at once."""
         self._db.execute("INSERT OR REPLACE INTO cache VALUES (?, ?, ?)", (key, json.dumps(outputs), time.time()))
