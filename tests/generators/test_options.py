@@ -27,8 +27,8 @@ def test_accepted_options_are_the_declared_ones():
         cls = generators.load(family)
         declared = {spec.name for spec in cls.option_specs}
         assert cls.accepted_options == declared, family
-        if family.startswith("test."):  # delay, and a model's sampling options (which change nothing)
-            assert declared == {"delay", "max_tokens", "temperature", "top_p", "seed"}, family
+        if family.startswith("test."):  # delay, exit_once, and a model's sampling options (which change nothing)
+            assert declared == {"delay", "exit_once", "max_tokens", "temperature", "top_p", "seed"}, family
     openai = generators.load("openai").accepted_options
     assert {"timeout", "rpm", "headers", "api", "extra_body", "stop", "seed"} <= openai
     assert generators.load("litellm").accepted_options == openai - {"headers", "api"}
