@@ -10,6 +10,7 @@ import pytest
 
 from helpers.hostile_run import build_hostile_run
 from helpers.view_runs import build_large_run
+from redline.store import Store
 
 
 @pytest.fixture(scope="session")
@@ -37,3 +38,17 @@ def large_store(tmp_path_factory) -> tuple[Path, str]:
     store, run_id = build_large_run(path, attempts=400, probes=4)
     store.close()
     return path, run_id
+
+
+@pytest.fixture
+def counted_reads(monkeypatch) -> list[tuple]:
+    """The arguments of every ``Store.iter_attempt_dicts`` call."""
+    reads: list[tuple] = []
+    original = Store.iter_attempt_dicts
+
+    def counted(self, *args, **kwargs):
+        reads.append(args)
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(Store, "iter_attempt_dicts", counted)
+    return reads

@@ -517,17 +517,11 @@ def test_pages_answer_while_a_scan_holds_a_write_transaction(tmp_path):
         store.close()
 
 
-def test_the_attempt_list_reads_the_store_once_per_page_and_caches_finished_runs(tmp_path, monkeypatch):
+def test_the_attempt_list_reads_the_store_once_per_page_and_caches_finished_runs(tmp_path, counted_reads):
     path = tmp_path / "large.db"
     store, run_id = build_large_run(path, attempts=200, probes=2)
-    reads: list[tuple] = []
-    original = Store.iter_attempt_dicts
-
-    def counted(self, *args, **kwargs):
-        reads.append(args)
-        return original(self, *args, **kwargs)
-
-    monkeypatch.setattr(Store, "iter_attempt_dicts", counted)
+    reads = counted_reads
+    reads.clear()  # what building the run read
     client = client_for(path)
     _, count = listed(client, run_id, "")  # 4 pages
     assert count == 200 and len(reads) == 1

@@ -6,26 +6,10 @@ from __future__ import annotations
 
 import tracemalloc
 
-import pytest
-
 from helpers.html_dom import parse
 from helpers.view_runs import build_large_run, client_for, large_attempt
 from redline.store import RUN_COMPLETE, RUN_RUNNING, Store
 from redline.view.index import IndexCache, entry_size, read_entries
-
-
-@pytest.fixture
-def counted_reads(monkeypatch) -> list[tuple]:
-    """The arguments of every ``Store.iter_attempt_dicts`` call."""
-    reads: list[tuple] = []
-    original = Store.iter_attempt_dicts
-
-    def counted(self, *args, **kwargs):
-        reads.append(args)
-        return original(self, *args, **kwargs)
-
-    monkeypatch.setattr(Store, "iter_attempt_dicts", counted)
-    return reads
 
 
 def seqs(entries) -> list[tuple[str, int]]:
