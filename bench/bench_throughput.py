@@ -5,7 +5,10 @@ Starts a fast OpenAI-compatible mock server (raw asyncio, its own process, 127.0
 latency and fault rate, then in the same run:
 
 1. the *ceiling*: a bare aiohttp client loop (``concurrency`` workers posting chat requests on one
-   pooled session), and for the record a bare httpx loop (the client redline used before);
+   pooled session) on the standard event loop, which the target is set against, and the same loop
+   on uvloop (the event loop redline runs a scan on: the stricter ceiling); for the record of the
+   choice of client, bare loops of httpx and of redline's own HTTP/1.1 client
+   (:mod:`redline.generators.transport.wire`), printed in a second table;
 2. the real CLI as a subprocess, on a JSONL dataset of ``--attempts`` prompts::
 
        OPENAI_API_KEY=dummy redline scan -m openai:bench --base-url http://127.0.0.1:PORT/v1 -c 64 \
@@ -24,7 +27,9 @@ holds (attempts, errored), with the exact command of each case.
     python bench/bench_throughput.py                      # the suite below, one table
     python bench/bench_throughput.py --attempts 3000 --latency-ms 200 --concurrency 64 [--fault-rate 0.05]
 
-The suite: 3,000 prompts at 0 ms (target ≥ 0.5 of the aiohttp loop); 5,000 prompts at 200 ms and
+The suite: 3,000 and 30,000 prompts at 0 ms (target ≥ 0.5 of the aiohttp loop: the whole process
+includes about half a second of start-up and summary, which 3,000 prompts at 0 ms do not
+amortise); 5,000 prompts at 200 ms and
 concurrency 64 (target ≥ 0.9 of the ideal 320/s); 10,000 and 100,000 prompts at 0 ms (peak RSS
 flat, 100,000 under 300 MB); 3,000 prompts with 5% injected 500/429 answers (every attempt
 stored, none errored after retries). This is a benchmark, not a test: the figures depend on the
@@ -229,6 +234,65 @@ async def httpx_loop(base_url: str, requests: int, concurrency: int) -> float:
         return await run(requests)
 
 
+async def wire_loop(base_url: str, requests: int, concurrency: int) -> float:
+    """Requests/s of a bare loop over redline's own HTTP/1.1 client, same shape."""
+    from redline.generators.transport.wire import WireClient
+
+    url = base_url + "/chat/completions"
+    headers = {"content-type": "application/json", "authorization": "Bearer dummy"}
+    client = WireClient(concurrency, headers=headers)
+    try:
+
+        async def run(count: int) -> float:
+            counter = iter(range(count))
+
+            async def worker() -> None:
+                for i in counter:
+                    json.loads((await client.request("POST", url, _body(i), None, 60.0)).body)
+
+            started = time.perf_counter()
+            await asyncio.gather(*(worker() for _ in range(concurrency)))
+            return count / (time.perf_counter() - started)
+
+        await run(min(requests, concurrency * 4))
+        return await run(requests)
+    finally:
+        await client.aclose()
+
+
+def _run_on(loop: str, coroutine: Any) -> Any:
+    if loop == "uvloop":
+        import uvloop
+
+        with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+            return runner.run(coroutine)
+    return asyncio.run(coroutine)
+
+
+def uvloop_installed() -> bool:
+    try:
+        import uvloop  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def bare_loops(base_url: str, requests: int, concurrency: int, with_others: bool) -> dict[str, float]:
+    """Requests/s of the bare client loops: aiohttp on the standard event loop (the ceiling the
+    target is set against), aiohttp on uvloop (redline's own loop: the stricter ceiling), and, when
+    ``with_others``, for the record of the choice of client: httpx, and redline's own
+    HTTP/1.1 client (:mod:`redline.generators.transport.wire`) on either loop."""
+    rates = {"aiohttp": _run_on("asyncio", aiohttp_loop(base_url, requests, concurrency))}
+    if uvloop_installed():
+        rates["aiohttp-uvloop"] = _run_on("uvloop", aiohttp_loop(base_url, requests, concurrency))
+    if with_others:
+        rates["httpx"] = _run_on("asyncio", httpx_loop(base_url, requests, concurrency))
+        rates["redline wire client"] = _run_on("asyncio", wire_loop(base_url, requests, concurrency))
+        if uvloop_installed():
+            rates["redline wire client on uvloop"] = _run_on("uvloop", wire_loop(base_url, requests, concurrency))
+    return rates
+
+
 # -- the CLI, as a user runs it ---------------------------------------------------------------------
 
 TOPICS = [
@@ -315,12 +379,14 @@ def measure(attempts: int, latency_ms: float, concurrency: int, fault_rate: floa
         }
         loops = not fault_rate  # a fault would stop the bare loops: they do not retry
         if loops:
-            before = asyncio.run(aiohttp_loop(server.base_url, loop_requests, concurrency))
-            result["httpx_rate"] = asyncio.run(httpx_loop(server.base_url, loop_requests, concurrency))
+            before = bare_loops(server.base_url, loop_requests, concurrency, with_others=latency_ms == 0)
         cli = run_cli(server.base_url, dataset, Path(tmp) / "bench.db", concurrency, fault_rate)
         if loops:  # before and after the CLI: the better of the two (the machine may be shared)
-            after = asyncio.run(aiohttp_loop(server.base_url, loop_requests, concurrency))
-            result["aiohttp_rate"] = max(before, after)
+            after = bare_loops(server.base_url, loop_requests, concurrency, with_others=False)
+            result["loops"] = {k: max(v, after.get(k, 0.0)) for k, v in before.items()}
+            result["aiohttp_rate"] = result["loops"]["aiohttp"]
+            if "aiohttp-uvloop" in result["loops"]:
+                result["aiohttp_uvloop_rate"] = result["loops"]["aiohttp-uvloop"]
         result.update(cli)
         if cli["exit"] == 0:
             result["stored"], result["errored"] = stored_counts(Path(tmp) / "bench.db")
@@ -329,6 +395,8 @@ def measure(attempts: int, latency_ms: float, concurrency: int, fault_rate: floa
         result["ratio_to_aiohttp"] = result["cli_rate"] / result["aiohttp_rate"]
         if result.get("scan_rate"):
             result["scan_ratio_to_aiohttp"] = result["scan_rate"] / result["aiohttp_rate"]
+    if "aiohttp_uvloop_rate" in result:
+        result["ratio_to_aiohttp_uvloop"] = result["cli_rate"] / result["aiohttp_uvloop_rate"]
     if latency_ms:
         result["ideal_rate"] = concurrency / (latency_ms / 1000)
         result["ratio_to_ideal"] = result["cli_rate"] / result["ideal_rate"]
@@ -337,8 +405,9 @@ def measure(attempts: int, latency_ms: float, concurrency: int, fault_rate: floa
 
 HEADER = (
     "| case | prompts | latency | c | redline scan (whole process) | ratio to aiohttp | scan phase | ratio "
-    "| bare aiohttp | bare httpx | ideal c/latency | whole process to ideal | peak RSS | stored (errored) |\n"
-    "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+    "| bare aiohttp | bare aiohttp on uvloop | ratio to it | ideal c/latency | whole process to ideal "
+    "| peak RSS | stored (errored) |\n"
+    "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
 )
 
 
@@ -354,13 +423,15 @@ def row(title: str, r: dict) -> str:
     return (
         f"| {title} | {r['attempts']:,} | {r['latency_ms']:g} ms | {r['concurrency']} | "
         f"{r['cli_rate']:,.0f} att/s ({r['wall_s']:.1f} s) | {ratio('ratio_to_aiohttp')} | {scan} | "
-        f"{ratio('scan_ratio_to_aiohttp')} | {rate('aiohttp_rate', ' req/s')} | {rate('httpx_rate', ' req/s')} | "
+        f"{ratio('scan_ratio_to_aiohttp')} | {rate('aiohttp_rate', ' req/s')} | "
+        f"{rate('aiohttp_uvloop_rate', ' req/s')} | {ratio('ratio_to_aiohttp_uvloop')} | "
         f"{rate('ideal_rate')} | {ratio('ratio_to_ideal')} | {r['peak_rss_mb']:.0f} MB | {stored} |"
     )
 
 
 SUITE = [
     ("0 ms (target ≥ 0.5 of aiohttp)", ["--attempts", "3000", "--latency-ms", "0", "--concurrency", "64"]),
+    ("0 ms, 30,000 prompts", ["--attempts", "30000", "--latency-ms", "0", "--concurrency", "64"]),
     ("200 ms (target ≥ 0.9 of 320/s)", ["--attempts", "5000", "--latency-ms", "200", "--concurrency", "64"]),
     ("memory, 10,000", ["--attempts", "10000", "--latency-ms", "0", "--concurrency", "64"]),
     ("memory, 100,000 (target < 300 MB)", ["--attempts", "100000", "--latency-ms", "0", "--concurrency", "64"]),
@@ -369,6 +440,10 @@ SUITE = [
         ["--attempts", "3000", "--latency-ms", "0", "--concurrency", "64", "--fault-rate", "0.05"],
     ),
 ]
+
+
+def concurrency_of(case: list[str]) -> str:
+    return dict(zip(case[::2], case[1::2]))["--concurrency"]
 
 
 def main() -> None:
@@ -391,7 +466,7 @@ def main() -> None:
         cases = [(f"{args.attempts} prompts", case)]
     if not args.json:
         print(HEADER, flush=True)
-    commands = []
+    commands, clients = [], []
     for title, case in cases:
         options = dict(zip(case[::2], case[1::2]))
         result = measure(
@@ -404,8 +479,15 @@ def main() -> None:
             print(f"{title}: redline exited {result['exit']}\n{result['stderr']}", file=sys.stderr, flush=True)
         print(json.dumps(result) if args.json else row(title, result), flush=True)
         commands.append(f"- {title}: `python bench/bench_throughput.py {' '.join(case)}` runs `{result['command']}`")
+        if len(result.get("loops", {})) > 2 and not clients:
+            clients = [f"| {name} | {rate:,.0f} req/s |" for name, rate in result["loops"].items()]
+            clients.insert(
+                0, f"Bare client loops ({title}, {concurrency_of(case)} workers):\n\n| client | rate |\n|---|---:|"
+            )
     if not args.json:
         print("\n" + "\n".join(commands))
+        if clients:
+            print("\n" + "\n".join(clients))
 
 
 if __name__ == "__main__":

@@ -266,3 +266,17 @@ def test_a_deep_copy_of_a_conversation_shares_nothing_that_can_change():
     shared = Message(text="same")  # one object twice stays one object in the copy
     pair = copy.deepcopy([Turn(role="user", content=shared), Turn(role="user", content=shared)])
     assert pair[0].content is pair[1].content is not shared
+
+
+def test_an_owned_stored_attempt_builds_its_conversations_when_first_read():
+    original = Attempt(prompt="hi", notes={"evaluation": ["fail"]}, seq=3)
+    original.outputs = ["one", "two"]
+    data = json.loads(json.dumps(original.as_dict()))
+    read = Attempt.from_dict(data, owned=True)
+    assert read.notes["evaluation"] == ["fail"]  # what phase 4 reads
+    assert read._unread is not None  # not built yet
+    assert [m.text for m in read.outputs] == ["one", "two"]
+    assert read._unread is None
+    assert read == original and read.uuid == original.uuid
+    read.outputs = ["three", "four"]  # a later layer still goes on each history
+    assert [m.text for m in read.all_outputs] == ["one", "three", "two", "four"]

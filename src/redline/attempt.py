@@ -30,6 +30,8 @@ import copy
 import hashlib
 import json
 import mimetypes
+import os
+import random
 import uuid as _uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -237,7 +239,7 @@ class Message:
             "data_path": self.data_path,
             "data_type": list(self.data_type) if self.data_type is not None else None,
             "data_checksum": self.data_checksum,
-            "notes": copy.deepcopy(self.notes),
+            "notes": _copied(self.notes),
         }
         if self.tool_calls:
             value["tool_calls"] = [c.as_dict() for c in self.tool_calls]
@@ -261,7 +263,7 @@ class Message:
             data_path=value.get("data_path"),
             data_type=tuple(data_type) if data_type is not None else None,
             data_checksum=value.get("data_checksum"),
-            notes=copy.deepcopy(value.get("notes") or {}),
+            notes=_copied(value.get("notes")),
             tool_calls=[ToolCall.from_dict(c) for c in value.get("tool_calls") or []],
             tool_call_id=value.get("tool_call_id"),
         )
@@ -355,7 +357,7 @@ class Conversation:
         raise AttemptError(f"the conversation has no message{who}")
 
     def as_dict(self) -> dict:
-        value = {"turns": [t.as_dict() for t in self.turns], "notes": copy.deepcopy(self.notes)}
+        value = {"turns": [t.as_dict() for t in self.turns], "notes": _copied(self.notes)}
         if self.tools:
             value["tools"] = [t.as_dict() for t in self.tools]
         return value
@@ -366,7 +368,7 @@ class Conversation:
             raise AttemptError("a conversation must be a dict with 'turns'")
         return Conversation(
             turns=[Turn.from_dict(t) for t in value.get("turns", [])],
-            notes=copy.deepcopy(value.get("notes") or {}),
+            notes=_copied(value.get("notes")),
             tools=[Tool.from_dict(t) for t in value.get("tools") or []],
         )
 
@@ -488,7 +490,8 @@ class Attempt:
     Parameters follow seed 002: ``status``, ``prompt`` (a :class:`Message`, :class:`Conversation`
     or string), ``probe_classname``, ``probe_params``, ``targets`` (strings detectors look for),
     ``notes``, ``detector_results`` (detector name → one score per output), ``goal``, ``seq``
-    (sequence number within the probe) and ``reverse_translation_outputs``.
+    (sequence number within the probe), ``reverse_translation_outputs`` and ``uuid`` (a new
+    random one when not given).
     """
 
     def __init__(
@@ -503,8 +506,9 @@ class Attempt:
         goal: str | None = None,
         seq: int = -1,
         reverse_translation_outputs: list[Message] | None = None,
+        uuid: str | None = None,
     ) -> None:
-        self.uuid = str(_uuid.uuid4())
+        self.uuid = uuid or _new_uuid()
         self.status = status
         self.probe_classname = probe_classname
         self.probe_params = dict(probe_params or {})
@@ -514,24 +518,32 @@ class Attempt:
         self.goal = goal
         self.seq = seq
         self.reverse_translation_outputs: list[Message] = [_as_message(m) for m in (reverse_translation_outputs or [])]
-        self.conversations: list[Conversation] = []
+        self._conversations: list[Conversation] = []
+        self._unread: list[Any] | None = None  # conversations as stored, built when first read
         self._layers = 0
         if prompt is not None:
             self.prompt = prompt
 
+    @property
+    def conversations(self) -> list[Conversation]:
+        """One history per generation (one, the prompt, before any output)."""
+        if self._unread is not None:
+            unread, self._unread = self._unread, None
+            self._conversations = [Conversation.from_dict(c) for c in unread]
+        return self._conversations
+
+    @conversations.setter
+    def conversations(self, value: list[Conversation]) -> None:
+        self._unread = None
+        self._conversations = value
+
     # -- prompt ---------------------------------------------------------------------------------
     @property
     def prompt(self) -> Conversation | None:
-        """The first user prompt, with the turns before it (e.g. a system prompt)."""
-        if not self.conversations:
-            return None
-        turns = []
-        for turn in self.conversations[0].turns:
-            turns.append(copy.deepcopy(turn))
-            if turn.role == "user":
-                break
-        first = self.conversations[0]
-        return Conversation(turns=turns, notes=copy.deepcopy(first.notes), tools=copy.deepcopy(first.tools))
+        """The first user prompt, with the turns before it (e.g. a system prompt): a copy, which
+        the caller may change."""
+        view = self.prompt_view()
+        return copy.deepcopy(view) if view is not None else None
 
     @prompt.setter
     def prompt(self, value: Conversation | Message | str) -> None:
@@ -543,6 +555,21 @@ class Attempt:
         if not any(t.role == "user" for t in conv.turns):
             raise AttemptError("a prompt needs at least one user turn")
         self.conversations = [conv]
+
+    def prompt_view(self) -> Conversation | None:
+        """:attr:`prompt` without the copy: a new :class:`Conversation` (its list of turns is its
+        own) holding this attempt's turns, messages, notes and tools. For readers — a generator
+        sending the prompt, a detector reading the request, :meth:`as_dict` — which change none of
+        them; several times cheaper than :attr:`prompt` on a scan's hot path."""
+        if not self.conversations:
+            return None
+        first = self.conversations[0]
+        turns = []
+        for turn in first.turns:
+            turns.append(turn)
+            if turn.role == "user":
+                break
+        return Conversation(turns=turns, notes=first.notes, tools=first.tools)
 
     # -- outputs --------------------------------------------------------------------------------
     @property
@@ -558,7 +585,9 @@ class Attempt:
             raise AttemptError("set the prompt of an attempt before its outputs")
         messages = [_as_message(v) for v in value]
         if self._layers == 0 and len(self.conversations) == 1:
-            self.conversations = [copy.deepcopy(self.conversations[0]) for _ in messages]
+            # one history per generation: the attempt's own prompt conversation is the first
+            first = self.conversations[0]
+            self.conversations = [first] + [copy.deepcopy(first) for _ in messages[1:]] if messages else []
         if len(messages) != len(self.conversations):
             raise AttemptError(f"expected {len(self.conversations)} outputs (one per generation), got {len(messages)}")
         for conv, msg in zip(self.conversations, messages):
@@ -590,17 +619,19 @@ class Attempt:
             return None
         return self.conversations[0].turns[0].content.lang
 
-    def prompt_for(self, lang: str | None) -> Conversation | None:
+    def prompt_for(self, lang: str | None, *, shared: bool = False) -> Conversation | None:
         """The prompt in ``lang``: the original (pre-translation) prompt when that is the language
-        asked for, otherwise the prompt sent to the model (also for ``"*"`` or ``None``)."""
+        asked for, otherwise the prompt sent to the model (also for ``"*"`` or ``None``). With
+        ``shared``, the prompt sent to the model is :meth:`prompt_view` (for a reader) instead of
+        a copy."""
         if lang in (None, "*") or lang == self.lang:
-            return self.prompt
+            return self.prompt_view() if shared else self.prompt
         original = self.notes.get("pre_translation_prompt")
         if original is not None:
             conv = original if isinstance(original, Conversation) else Conversation.from_dict(original)
             if conv.turns and conv.turns[0].content.lang == lang:
                 return conv
-        return self.prompt
+        return self.prompt_view() if shared else self.prompt
 
     def outputs_for(self, lang: str | None) -> list[Message]:
         """The outputs in ``lang``: the model's own outputs for ``"*"``, ``None`` or the attempt's
@@ -612,18 +643,18 @@ class Attempt:
     # -- serialisation ---------------------------------------------------------------------------
     def as_dict(self) -> dict:
         """A JSON-ready dict from which :meth:`from_dict` rebuilds an equal attempt."""
-        prompt = self.prompt
+        prompt = self.prompt_view()  # as_dict copies what it reads
         return {
             "entry_type": "attempt",
             "uuid": self.uuid,
             "seq": self.seq,
             "status": self.status,
             "probe_classname": self.probe_classname,
-            "probe_params": copy.deepcopy(self.probe_params),
+            "probe_params": _jsonable(self.probe_params),
             "targets": list(self.targets),
             "prompt": prompt.as_dict() if prompt is not None else None,
             "outputs": [m.as_dict() for m in self.outputs],
-            "detector_results": copy.deepcopy(self.detector_results),
+            "detector_results": _jsonable(self.detector_results),
             "notes": _jsonable(self.notes),
             "goal": self.goal,
             "conversations": [c.as_dict() for c in self.conversations],
@@ -632,24 +663,32 @@ class Attempt:
         }
 
     @classmethod
-    def from_dict(cls, value: dict) -> Attempt:
-        """Rebuild an attempt from :meth:`as_dict` output."""
+    def from_dict(cls, value: dict, *, owned: bool = False) -> Attempt:
+        """Rebuild an attempt from :meth:`as_dict` output. With ``owned``, ``value`` was just
+        decoded and nothing else holds it: its notes and detector results become the attempt's
+        without a copy, and its conversations are built when first read (the store reads
+        attempts so)."""
+        take = (lambda found: found or {}) if owned else _copied
         attempt = cls(
             status=value.get("status", ATTEMPT_NEW),
             probe_classname=value.get("probe_classname"),
             probe_params=value.get("probe_params"),
             targets=value.get("targets"),
-            notes=copy.deepcopy(value.get("notes") or {}),
-            detector_results=copy.deepcopy(value.get("detector_results") or {}),
+            notes=take(value.get("notes")),
+            detector_results=take(value.get("detector_results")),
             goal=value.get("goal"),
             seq=value.get("seq", -1),
             reverse_translation_outputs=[Message.from_dict(m) for m in value.get("reverse_translation_outputs") or []],
+            uuid=value.get("uuid"),
         )
-        attempt.uuid = value.get("uuid", attempt.uuid)
         conversations = value.get("conversations")
         if conversations:
-            attempt.conversations = [Conversation.from_dict(c) for c in conversations]
             layers = value.get("output_layers")
+            if owned and isinstance(layers, int) and isinstance(conversations, list):
+                # built when first read: phase 4 reads most attempts' notes only
+                attempt._unread = conversations
+            else:
+                attempt.conversations = [Conversation.from_dict(c) for c in conversations]
             if layers is None:
                 layers = sum(1 for t in attempt.conversations[0].turns if t.role == "assistant")
             attempt._layers = layers
@@ -671,8 +710,31 @@ class Attempt:
         )
 
 
+_UUIDS = random.Random()  # seeded from the system's randomness; again in a forked child
+os.register_at_fork(after_in_child=_UUIDS.seed)
+
+
+def _new_uuid() -> str:
+    """A random (version 4) UUID as text, like ``str(uuid.uuid4())`` without a system call per
+    attempt: drawn from a generator of this module's own (a probe seeding :mod:`random` does
+    not make two runs draw the same ones)."""
+    return str(_uuid.UUID(int=_UUIDS.getrandbits(128), version=4))
+
+
+def _copied(value: dict | None) -> dict:
+    """A deep copy of the dict ``value`` (a new empty one for ``None`` or an empty one)."""
+    return copy.deepcopy(value) if value else {}
+
+
 def _jsonable(value: Any) -> Any:
     """Deep-copy ``value`` turning conversations/messages inside notes into dicts."""
+    kind = type(value)
+    if kind in _SHARED_TYPES:
+        return value
+    if kind is dict:
+        return {k: _jsonable(v) for k, v in value.items()}
+    if kind is list:
+        return [_jsonable(v) for v in value]
     if isinstance(value, (Conversation, Message, Turn)):
         return value.as_dict()
     if isinstance(value, dict):

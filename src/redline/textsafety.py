@@ -19,7 +19,7 @@ function:
 
 Which characters count: the Unicode categories Cc (controls), Cf (format: bidi overrides and
 isolates, zero-width characters, tags), Cs (surrogates), Zl and Zp (line and paragraph
-separators). The table is built once, the first time text outside ASCII is checked.
+separators). The table is built once, the first time a text holds such a character outside ASCII.
 """
 
 from __future__ import annotations
@@ -87,8 +87,11 @@ def _python_escape(match: re.Match[str]) -> str:
 
 
 def _replace(text: str, keep: frozenset[int], escape: Callable[[re.Match[str]], str]) -> str:
-    pattern = _ascii_pattern(keep) if text.isascii() else _pattern(keep)
-    return pattern.sub(escape, text)
+    if text.isascii() or not any(unicodedata.category(c) in _CATEGORIES for c in set(text) if not c.isascii()):
+        # no character outside ASCII to replace: the small pattern finds the same (and a summary
+        # with a "≥" in it need not build the whole table)
+        return _ascii_pattern(keep).sub(escape, text)
+    return _pattern(keep).sub(escape, text)
 
 
 _VISIBLE_KEEP = frozenset({0x0A})

@@ -5,17 +5,18 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import subprocess
 import sys
 
 import pytest
 
 from helpers.mock_openai import MockOpenAI
-from redline.attempt import Conversation, Message, Turn
+from redline.attempt import Conversation, Message, Tool, ToolCall, Turn
 from redline.engine import ScanConfig, scan
 from redline.generators import GeneratorError, get_generator
 from redline.generators.base import Generator
-from redline.generators.cache import CACHE_SCOPE, CachedGenerator
+from redline.generators.cache import CACHE_SCOPE, CachedGenerator, _plain_prefix, _prefix
 from redline.report.summary import run_summary
 from redline.store import Store
 
@@ -198,3 +199,28 @@ async def test_outputs_from_a_cache_filled_before_masking_are_masked(tmp_path, m
         await cached.aclose()
         store.close()
     assert fresh.text == "fresh" and hit.text == "leaked ***" and cached.hits == 1
+
+
+def test_the_plain_key_text_is_what_json_gives_so_old_keys_stay_valid():
+    """request_keys writes the key text of a plain conversation itself (hot path): it must be
+    byte for byte json.dumps(..., sort_keys=True), or every cached answer would be asked again."""
+    rng = random.Random(7)
+    alphabet = 'ab"\\\n\t\u00e9\u202e\U0001f600\ud800x /'
+    identity = '{"generator": "openai:m", "settings": {"temperature": 0.0, "note": "\u00e9"}}'
+    for _ in range(500):
+        turns = []
+        for _ in range(rng.randint(1, 4)):
+            text = None if rng.random() < 0.1 else "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 12)))
+            path = f"img/{rng.randint(0, 9)}.png" if rng.random() < 0.2 else None
+            turns.append(Turn(rng.choice(["system", "user", "assistant"]), Message(text=text, data_path=path)))
+        conversation = Conversation(turns=turns)
+        scope = str(rng.randint(0, 3))
+        assert _plain_prefix(identity, conversation, scope) == _prefix(identity, conversation, scope)
+
+
+def test_a_conversation_with_tools_takes_the_general_key_text():
+    tools = Conversation(turns=[Turn("user", Message(text="hi"))], tools=[Tool(name="search")])
+    calls = Conversation(
+        turns=[Turn("assistant", Message(text="", tool_calls=[ToolCall(id="1", name="search", arguments={"q": 1})]))]
+    )
+    assert _plain_prefix("{}", tools, "") is None and _plain_prefix("{}", calls, "") is None

@@ -103,7 +103,10 @@ async def test_5xx_dropped_connection_and_hang_are_retried():
         (out,) = await gen.generate(conv("survived"), 1)
         await gen.aclose()
     assert out.text == "survived" and len(server.requests) == 5
-    assert gen.retries == 4
+    # The drop came on a kept-alive connection before any byte of the answer: the client sends the
+    # request once more on a fresh connection at once (a server closing an idle connection looks
+    # the same), so only the 500, the hang and the 503 count as retries.
+    assert gen.retries == 3
 
 
 async def test_after_the_retries_the_request_is_an_error_naming_the_cause():

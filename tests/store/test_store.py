@@ -8,6 +8,8 @@ import dataclasses
 import json
 import re
 import sqlite3
+import threading
+import time
 
 import pytest
 
@@ -408,17 +410,17 @@ async def test_batch_writer_commits_attempts_saved_together_in_one_transaction(t
     assert store.count_attempts(run_id) == 10
 
 
-async def test_batch_writer_splits_at_max_batch(tmp_path):
+async def test_batch_writer_splits_at_max_batch(tmp_path, monkeypatch):
     store = Store(tmp_path / "batch.db")
     run_id = store.create_run("m", {})
     sizes: list[int] = []
-    original = store.write_batch
+    original = Store.write_batch
 
-    def counting(rows, cache_items=None):
+    def counting(self, rows, cache_items=None):
         sizes.append(len(rows))
-        return original(rows, cache_items)
+        return original(self, rows, cache_items)
 
-    store.write_batch = counting  # this instance only
+    monkeypatch.setattr(Store, "write_batch", counting)  # the writing thread's connection too
     async with BatchWriter(store, max_batch=3) as writer:
         await asyncio.gather(*(writer.save_attempt(run_id, make_attempt(seq)) for seq in range(7)))
     assert sizes == [3, 3, 1]
@@ -464,17 +466,68 @@ async def test_batch_writer_outside_its_block_writes_at_once(tmp_path):
     assert stored(path, run_id) == 2
 
 
-async def test_a_failed_commit_raises_store_error_in_every_waiting_save(tmp_path):
+@pytest.mark.parametrize("thread", [True, False])
+async def test_a_failed_commit_raises_store_error_in_every_waiting_save(tmp_path, thread):
     store = Store(tmp_path / "batch.db")
     run_id = store.create_run("m", {})
-    async with BatchWriter(store) as writer:
-        store.close()  # every write from now on fails
+    async with BatchWriter(store, thread=thread) as writer:
+        await writer.save_attempt(run_id, make_attempt(0))  # the writer's connection is open
+        store._db.execute("DROP TABLE attempts")  # every write of an attempt from now on fails
         results = await asyncio.gather(
-            *(writer.save_attempt(run_id, make_attempt(seq)) for seq in range(3)), return_exceptions=True
+            *(writer.save_attempt(run_id, make_attempt(seq)) for seq in range(1, 4)), return_exceptions=True
         )
     assert len(results) == 3
     assert all(isinstance(r, StoreError) for r in results)
-    assert writer.commits == 0
+    assert "attempts" in str(results[0])  # the cause, in one line
+    assert writer.commits == 1
+
+
+async def test_batch_writer_commits_in_its_own_thread_while_the_loop_goes_on(tmp_path, monkeypatch):
+    store = Store(tmp_path / "batch.db")
+    run_id = store.create_run("m", {})
+    threads: set[str] = set()
+    original = Store.write_batch
+
+    def slow(self, rows, cache_items=None):
+        threads.add(threading.current_thread().name)
+        time.sleep(0.2)  # a slow disk
+        return original(self, rows, cache_items)
+
+    monkeypatch.setattr(Store, "write_batch", slow)
+    ticks = 0
+
+    async def ticker():
+        nonlocal ticks
+        while True:
+            await asyncio.sleep(0.01)
+            ticks += 1
+
+    clock = asyncio.create_task(ticker())
+    async with BatchWriter(store) as writer:
+        await writer.save_attempt(run_id, make_attempt(0))
+    clock.cancel()
+    assert threads and all(name.startswith("redline-store") for name in threads)
+    assert ticks >= 5  # the loop was not blocked while the transaction was written
+    assert stored(tmp_path / "batch.db", run_id) == 1
+
+
+async def test_batch_writer_closed_while_a_transaction_is_written_settles_every_save(tmp_path, monkeypatch):
+    store = Store(tmp_path / "batch.db")
+    run_id = store.create_run("m", {})
+    original = Store.write_batch
+
+    def slow(self, rows, cache_items=None):
+        time.sleep(0.1)
+        return original(self, rows, cache_items)
+
+    monkeypatch.setattr(Store, "write_batch", slow)
+    async with BatchWriter(store) as writer:
+        first = asyncio.create_task(writer.save_attempt(run_id, make_attempt(0)))
+        await asyncio.sleep(0.02)  # the first transaction is being written
+        later = [asyncio.create_task(writer.save_attempt(run_id, make_attempt(seq))) for seq in (1, 2)]
+        await asyncio.sleep(0)
+    await asyncio.gather(first, *later)  # none is left waiting, none fails
+    assert stored(tmp_path / "batch.db", run_id) == 3
 
 
 # -- records ------------------------------------------------------------------------------------
@@ -727,3 +780,37 @@ def test_create_run_stores_url_passwords_masked(store, tmp_path):
     store.close()
     files = b"".join(p.read_bytes() for p in store.path.parent.glob(store.path.name + "*"))
     assert b"hunter2" not in files
+
+
+async def test_batch_writer_answers_a_key_the_store_lacks_without_a_query(tmp_path, monkeypatch):
+    store = Store(tmp_path / "batch.db")
+    store.cache_put("stored", ["before"])
+    asked: list[str] = []
+    original = Store.cache_get
+
+    def counting(self, key):
+        asked.append(key)
+        return original(self, key)
+
+    monkeypatch.setattr(Store, "cache_get", counting)
+    async with BatchWriter(store) as writer:
+        assert writer.cache_get("stored") == ["before"]  # held by the store: asked
+        assert writer.cache_get("missing") is None  # known to be absent: not asked
+        writer.cache_put("new", ["queued"])
+        await writer.save_attempt(store.create_run("m", {}), make_attempt(0))  # "new" is committed now
+        assert writer.cache_get("new") == ["queued"]
+    assert asked == ["stored", "new"]
+
+
+async def test_batch_writer_asks_the_store_for_every_key_above_the_limit(tmp_path, monkeypatch):
+    store = Store(tmp_path / "batch.db")
+    for i in range(3):
+        store.cache_put(f"k{i}", [i])
+    monkeypatch.setattr("redline.store.writer.KNOWN_KEYS_LIMIT", 2)
+    asked: list[str] = []
+    original = Store.cache_get
+    monkeypatch.setattr(Store, "cache_get", lambda self, key: asked.append(key) or original(self, key))
+    async with BatchWriter(store) as writer:
+        assert writer.cache_get("k2") == [2]
+        assert writer.cache_get("missing") is None
+    assert asked == ["k2", "missing"]

@@ -11,7 +11,6 @@ one ``error:`` line and exit status 1.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import re
 import sys
@@ -26,7 +25,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from redline.cli import common
-from redline.cli.common import err_console, out_console
+from redline.cli.common import err_console, out_console, run_async
 from redline.detectors import Detector, check_detector_spec, get_detector
 from redline.detectors.options import parse_detector_options
 from redline.errors import UsageError
@@ -158,7 +157,7 @@ def validate(
     )
     own, by_name = parse_options(detector_opt or [], detector)
     instance = _build_detector(detector, own, by_name)
-    result = asyncio.run(_validate(instance, examples, judge_model, concurrency))
+    result = run_async(_validate(instance, examples, judge_model, concurrency))
     note = _label_note(examples, positive)
     if note:
         err_console.print(f"note: {note}", markup=False, highlight=False)

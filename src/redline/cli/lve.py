@@ -7,7 +7,6 @@ exit with status 1 (see :func:`redline.cli.common.report_exception`).
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sys
 from collections.abc import Iterator
@@ -21,7 +20,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from redline import textsafety
-from redline.cli.common import report_exception
+from redline.cli.common import report_exception, run_async
 from redline.errors import UsageError
 from redline.generators import get_generator
 from redline.lve.isolation import CheckerLimits, CheckerPool, checker_for, configure_shared_pool
@@ -174,7 +173,7 @@ def run(
             finally:
                 await generator.aclose()
 
-        result = asyncio.run(go())
+        result = run_async(go())
         if as_json:
             data = {
                 "lve": lve.name,
@@ -268,6 +267,6 @@ def record(
             finally:
                 await generator.aclose()
 
-        results = asyncio.run(go())
+        results = run_async(go())
         unsafe = sum(1 for run_result, _ in results if not run_result.safe)
         typer.echo(f"recorded {plural(len(results), 'instance')}, {unsafe} unsafe, to {results[-1][1]}")

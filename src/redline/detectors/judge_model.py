@@ -30,7 +30,7 @@ def request_of(attempt: Attempt) -> str:
     elif isinstance(original, dict):
         conversation = Conversation.from_dict(original)
     if conversation is None:
-        conversation = attempt.prompt_for("en")
+        conversation = attempt.prompt_for("en", shared=True)
     if conversation is None:
         return ""
     try:

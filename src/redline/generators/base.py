@@ -129,7 +129,8 @@ class Generator:
 
     async def generate(self, conversation: Conversation, n: int = 1) -> list[Message | None]:
         """Return exactly ``n`` outputs for ``conversation`` (``None`` where the model gave none;
-        an empty list when ``n`` < 1).
+        an empty list when ``n`` < 1). ``conversation`` is read, never changed: its messages may be
+        the attempt's own (:meth:`~redline.attempt.Attempt.prompt_view`).
 
         Starts the generator, then asks :meth:`_generate` for all ``n`` outputs in one request when
         :attr:`supports_n` (or ``n`` is 1), and for each output still missing with one request of

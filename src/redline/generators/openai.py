@@ -37,8 +37,8 @@ A refused key (401/403), an unknown path or model (404) and an endpoint nobody a
 
 The key is read from the environment when the generator starts and is never written to the store,
 logs or reports. A missing key is an error for the default OpenAI endpoint; a custom ``base_url``
-(a local server, a proxy) may run without one. One pooled ``aiohttp.ClientSession`` (keep-alive) serves
-every request of a generator.
+(a local server, a proxy) may run without one. One pooled keep-alive client serves every request of
+a generator (:mod:`redline.generators.transport.http`).
 """
 
 from __future__ import annotations

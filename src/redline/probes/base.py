@@ -240,9 +240,11 @@ class Probe:
     def make_attempt(
         self, seq: int, item_index: int, item: ProbeItem, prompt_index: int, prompt: Prompt, repetition: int
     ) -> Attempt:
+        # a text prompt becomes the attempt's own message (an Attempt copies a conversation it is given)
+        text = prompt.text
         return Attempt(
             status=ATTEMPT_NEW,
-            prompt=prompt.conversation(self.lang),
+            prompt=text if isinstance(text, Conversation) else Message(text=text, lang=self.lang),
             probe_classname=self.name,
             probe_params=self.params,
             targets=list(prompt.targets),
@@ -260,7 +262,7 @@ class Probe:
     # -- phase 2 ---------------------------------------------------------------------------------
     async def generate(self, attempt: Attempt, generator: Generator, generations: int) -> Attempt:
         """Phase 2 for one attempt: fill ``attempt.outputs``. Multi-turn probes override this."""
-        prompt = attempt.prompt
+        prompt = attempt.prompt_view()  # generators read the conversation, they do not change it
         assert prompt is not None
         outputs = await generator.generate(prompt, generations)
         if len(outputs) != generations:

@@ -17,7 +17,6 @@ from __future__ import annotations
 import os
 import sqlite3
 from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
 from typing import Any
 
 from redline.store.errors import StoreError
@@ -59,16 +58,22 @@ def _action(sql: str) -> str:
     return "read" if first in ("SELECT", "PRAGMA", "WITH") else "write to"
 
 
-@contextmanager
-def _guarded(path: str | os.PathLike, action: str) -> Iterator[None]:
+class _guarded:  # noqa: N801 - used as a function: ``with _guarded(path, action):``
     """Turn a ``sqlite3`` error raised inside into :func:`store_error`'s one line (misuse,
-    ``ProgrammingError``, is a bug and is left as it is)."""
-    try:
-        yield
-    except sqlite3.ProgrammingError:
-        raise
-    except sqlite3.DatabaseError as exc:
-        raise store_error(path, exc, action) from None
+    ``ProgrammingError``, is a bug and is left as it is). A class, not a ``@contextmanager``: every
+    store read and write passes here, and a generator-based one costs more than the read."""
+
+    __slots__ = ("action", "path")
+
+    def __init__(self, path: str | os.PathLike, action: str) -> None:
+        self.path, self.action = path, action
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: Any) -> None:
+        if isinstance(exc, sqlite3.DatabaseError) and not isinstance(exc, sqlite3.ProgrammingError):
+            raise store_error(self.path, exc, self.action) from None
 
 
 class _GuardedCursor:

@@ -18,9 +18,9 @@ environment variable, like ``"Bearer ${API_TOKEN}"``, is not a secret), and stor
 run's configuration with the password of a ``user:password@`` replaced by ``***`` (a resumed run
 is given it again, see :mod:`redline.engine.pipeline`).
 
-Text is stored losslessly: attempts, results and cached outputs are JSON with every non-ASCII
-character escaped, so an output holding a lone surrogate (``"\\udcff"``, valid JSON from an API)
-is loaded back exactly as it was. Plain text columns (a run's model and message) hold UTF-8 only:
+Text is stored losslessly: attempts, results and cached outputs are JSON (:mod:`redline.jsonio`),
+and a text holding a lone surrogate (``"\\udcff"``, valid JSON from an API) is written with every
+non-ASCII character escaped, so it is loaded back exactly as it was. Plain text columns (a run's model and message) hold UTF-8 only:
 lone surrogates are stored there as their ``\\udcff`` escape.
 """
 
@@ -37,6 +37,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from redline import jsonio
 from redline.attempt import Attempt
 from redline.evaluation import FAIL
 from redline.generators.transport.secrets import mask_url, redact_data
@@ -294,7 +295,7 @@ class Store:
             len(attempt.outputs),
             failed,
             errored,
-            json.dumps(attempt.as_dict()),
+            jsonio.dumps(attempt.as_dict()),
             time.time(),
         )
 
@@ -314,7 +315,7 @@ class Store:
             if cache_items:
                 self._db.executemany(
                     "INSERT OR REPLACE INTO cache VALUES (?, ?, ?)",
-                    [(k, json.dumps(v), now) for k, v in cache_items.items()],
+                    [(k, jsonio.dumps(v), now) for k, v in cache_items.items()],
                 )
 
     def count_attempts(self, run_id: str, probe: str | None = None, errored: bool | None = None) -> int:
@@ -333,13 +334,13 @@ class Store:
     def iter_attempts(self, run_id: str, probe: str | None = None, errored: bool | None = None) -> Iterator[Attempt]:
         """Stored attempts in (probe, seq) order, rebuilt with :meth:`Attempt.from_dict`."""
         for data in self.iter_attempt_dicts(run_id, probe, errored):
-            yield Attempt.from_dict(data)
+            yield Attempt.from_dict(data, owned=True)
 
     def iter_attempt_dicts(self, run_id: str, probe: str | None = None, errored: bool | None = None) -> Iterator[dict]:
         """Stored attempts as their JSON objects (:meth:`Attempt.as_dict`), in (probe, seq) order."""
         where, args = _attempt_filter(run_id, probe, errored)
         for (data,) in self._db.execute(f"SELECT data FROM attempts WHERE {where} ORDER BY probe, seq", args):
-            yield json.loads(data)
+            yield jsonio.loads(data)
 
     def get_attempt(self, run_id: str, probe: str, seq: int) -> Attempt | None:
         """Attempt ``seq`` of ``probe`` in ``run_id`` (one row, read by its key); ``None`` when
@@ -349,7 +350,7 @@ class Store:
         row = self._db.execute(
             "SELECT data FROM attempts WHERE run_id = ? AND probe = ? AND seq = ?", (run_id, probe, seq)
         ).fetchone()
-        return Attempt.from_dict(json.loads(row[0])) if row else None
+        return Attempt.from_dict(jsonio.loads(row[0]), owned=True) if row else None
 
     def attempt_counts(self, run_id: str) -> dict[str, AttemptCounts]:
         """Per probe with stored attempts: attempts, outputs, failed outputs and errored attempts
@@ -386,16 +387,21 @@ class Store:
     def cache_get(self, key: str) -> list[Any] | None:
         """The cached outputs stored under ``key`` (``None`` when there are none)."""
         row = self._db.execute("SELECT outputs FROM cache WHERE key = ?", (key,)).fetchone()
-        return json.loads(row[0]) if row else None
+        return jsonio.loads(row[0]) if row else None
+
+    def cache_keys(self, limit: int) -> list[str] | None:
+        """Every cache key, or ``None`` when there are more than ``limit``."""
+        keys = [row[0] for row in self._db.execute("SELECT key FROM cache LIMIT ?", (limit + 1,))]
+        return keys if len(keys) <= limit else None
 
     def cache_items(self) -> Iterator[tuple[str, list[Any]]]:
         """Every cached entry as ``(key, outputs)`` (what a distributed scan's workers start with)."""
         for key, outputs in self._db.execute("SELECT key, outputs FROM cache"):
-            yield key, json.loads(outputs)
+            yield key, jsonio.loads(outputs)
 
     def cache_put(self, key: str, outputs: list[Any]) -> None:
         """Store (or replace) the outputs of ``key``; committed at once."""
-        self._db.execute("INSERT OR REPLACE INTO cache VALUES (?, ?, ?)", (key, json.dumps(outputs), time.time()))
+        self._db.execute("INSERT OR REPLACE INTO cache VALUES (?, ?, ?)", (key, jsonio.dumps(outputs), time.time()))
 
     # -- reviews and validations -----------------------------------------------------------------
     def save_reviews(self, reviews: list[ReviewRecord]) -> None:

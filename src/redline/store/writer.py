@@ -3,12 +3,18 @@
 An attempt counts as finished (progress, ``on_done``) only once its transaction has committed, so
 a scan killed at any moment (``kill -9`` included) loses at most the requests in flight, never an
 attempt reported as finished; see :mod:`redline.store.sqlite` for the durability settings.
+
+The transactions are written by a thread of their own, on its own connection to the file: SQLite
+does its work without holding Python's lock, so the event loop goes on sending requests and
+scoring answers on one core while the rows are written on another.
 """
 
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+import concurrent.futures
+import threading
+from typing import Any, Literal
 
 from redline.attempt import Attempt
 from redline.store.errors import StoreError
@@ -17,33 +23,54 @@ from redline.store.sqlite import Store
 __all__ = ["BatchWriter"]
 
 
+#: The most cache keys a :class:`BatchWriter` loads (as hashes, about 60 bytes each) to answer a
+#: lookup of a key the store does not hold without asking SQLite; above it every lookup asks.
+KNOWN_KEYS_LIMIT = 250_000
+
+
 class BatchWriter:
     """Group commit for a scan: many attempts (and cache entries) per transaction.
 
     ``await writer.save_attempt(run_id, attempt)`` returns once the attempt is committed; every
-    attempt saved while the writer waits for its turn on the event loop shares that transaction,
-    so a busy scan commits in batches while a quiet one commits each attempt almost at once.
-    ``cache_put`` queues a cache entry for the next transaction without waiting; ``cache_get``
-    also sees queued entries. Use as ``async with BatchWriter(store) as writer``: leaving the block
-    (normally, by an exception or by a cancellation) commits whatever is still queued.
+    attempt saved while the previous transaction is being written shares the next one, so a busy
+    scan commits in batches (at most ``max_batch`` attempts each) while a quiet one commits each
+    attempt almost at once. ``cache_put`` queues a cache entry for the next transaction without
+    waiting; ``cache_get`` also sees queued entries and those being written, and answers a key
+    that is neither in the store when it first looks (up to :data:`KNOWN_KEYS_LIMIT` keys) nor put
+    since without asking SQLite (an entry another process adds meanwhile is not seen). Use as
+    ``async with BatchWriter(store) as writer``: leaving the block (normally, by an exception or
+    by a cancellation) commits whatever is still queued.
 
-    A failed commit raises :class:`StoreError` in every ``save_attempt`` waiting on it.
+    With ``thread`` (the default) the transactions are written by a thread of the writer's own
+    through a second connection to ``store``'s file; without it, by the event loop's thread through
+    ``store``. A failed commit raises :class:`StoreError` in every ``save_attempt`` waiting on it.
     """
 
-    def __init__(self, store: Store, max_batch: int = 1000, max_delay: float = 0.0) -> None:
+    def __init__(self, store: Store, max_batch: int = 1000, max_delay: float = 0.0, thread: bool = True) -> None:
         self.store = store
         self.max_batch = max(1, max_batch)
         self.max_delay = max(0.0, max_delay)
+        self.thread = thread
         self._rows: list[tuple] = []
         self._waiters: list[asyncio.Future] = []
         self._cache: dict[str, list[Any]] = {}
+        self._writing: dict[str, list[Any]] = {}  # cache entries of the transaction being written
         self._wake: asyncio.Event | None = None
         self._task: asyncio.Task | None = None
+        self._executor: concurrent.futures.ThreadPoolExecutor | None = None
+        self._own = threading.local()  # the writing thread's connection
+        self._own_stores: list[Store] = []
+        self._inflight: tuple[concurrent.futures.Future, tuple] | None = None  # being written
+        # hashes of the cache keys in the store (and put since): a miss is answered without a
+        # query; False when the store holds too many to load
+        self._known: set[int] | Literal[False] | None = None
         #: Transactions committed so far (for tests and benchmarks).
         self.commits = 0
 
     async def __aenter__(self) -> BatchWriter:
         self._wake = asyncio.Event()
+        if self.thread:
+            self._executor = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="redline-store")
         self._task = asyncio.create_task(self._run(), name="redline store writer")
         return self
 
@@ -59,19 +86,26 @@ class BatchWriter:
         future = asyncio.get_running_loop().create_future()
         self._rows.append(row)
         self._waiters.append(future)
-        if len(self._rows) >= self.max_batch:
-            self._commit()
-        else:
-            assert self._wake is not None
-            self._wake.set()
+        assert self._wake is not None
+        self._wake.set()
         await future
 
     def cache_get(self, key: str) -> list[Any] | None:
-        if key in self._cache:
-            return self._cache[key]
+        found = self._cache.get(key)
+        if found is None:
+            found = self._writing.get(key)
+        if found is not None:
+            return found
+        if self._known is None:  # first lookup: the keys the store holds now
+            keys = self.store.cache_keys(KNOWN_KEYS_LIMIT)
+            self._known = {hash(k) for k in keys} if keys is not None else False
+        if self._known is not False and hash(key) not in self._known:
+            return None  # neither in the store when the scan started nor put since
         return self.store.cache_get(key)
 
     def cache_put(self, key: str, outputs: list[Any]) -> None:
+        if self._known:
+            self._known.add(hash(key))
         if self._task is None:
             self.store.cache_put(key, outputs)
             return
@@ -81,25 +115,64 @@ class BatchWriter:
 
     async def _run(self) -> None:
         assert self._wake is not None
+        loop = asyncio.get_running_loop()
         while True:
             await self._wake.wait()
             self._wake.clear()
             # Let every attempt that is ready on this turn of the loop join the transaction.
             await asyncio.sleep(self.max_delay)
-            self._commit()
+            while self._rows or self._cache:
+                batch = self._take()
+                if self._executor is None:
+                    self._settle(batch, self._write_here(batch))
+                    continue
+                written = self._executor.submit(self._write_there, batch)
+                self._inflight = (written, batch)
+                error = await asyncio.wrap_future(written, loop=loop)
+                self._inflight = None
+                self._settle(batch, error)
 
-    def _commit(self) -> None:
-        rows, waiters, cache = self._rows, self._waiters, self._cache
-        self._rows, self._waiters, self._cache = [], [], {}
-        if not rows and not cache:
-            return
+    def _take(self) -> tuple[list[tuple], list[asyncio.Future], dict[str, list[Any]]]:
+        """The next transaction's rows (at most :attr:`max_batch`), their waiters, and the
+        queued cache entries (visible to :meth:`cache_get` until they are written)."""
+        rows, waiters = self._rows[: self.max_batch], self._waiters[: self.max_batch]
+        del self._rows[: self.max_batch], self._waiters[: self.max_batch]
+        cache, self._cache = self._cache, {}
+        self._writing = cache
+        return rows, waiters, cache
+
+    def _write_here(self, batch: tuple) -> BaseException | None:
+        rows, _, cache = batch
         try:
             self.store.write_batch(rows, cache)
         except Exception as exc:
-            error = exc if isinstance(exc, StoreError) else StoreError(f"cannot write to store: {exc}")
+            return exc
+        return None
+
+    def _write_there(self, batch: tuple) -> BaseException | None:
+        """In the writing thread: the transaction on that thread's own connection (opened on
+        first use; SQLite connections stay in the thread that opened them)."""
+        rows, _, cache = batch
+        try:
+            own = getattr(self._own, "store", None)
+            if own is None:
+                own = self._own.store = Store(self.store.path)
+                self._own_stores.append(own)
+            own.write_batch(rows, cache)
+        except Exception as exc:
+            return exc
+        return None
+
+    def _settle(self, batch: tuple, error: BaseException | None) -> None:
+        """Wake the waiters of ``batch``: committed, or :class:`StoreError` for ``error``."""
+        _, waiters, cache = batch
+        if self._writing is cache:
+            self._writing = {}
+        if error is not None:
+            failure = error if isinstance(error, StoreError) else StoreError(f"cannot write to store: {error}")
             for future in waiters:
                 if not future.done():
-                    future.set_exception(error)
+                    future.set_exception(failure)
             return
         self.commits += 1
         for future in waiters:
@@ -107,11 +180,34 @@ class BatchWriter:
                 future.set_result(None)
 
     async def aclose(self) -> None:
-        """Commit what is queued and stop; later saves commit one by one."""
+        """Commit what is queued and stop; later saves commit one by one. Waits (blocking) for a
+        transaction being written: nothing below may stop queued attempts from being written."""
         task, self._task = self._task, None
-        self._commit()  # first: nothing below may stop the queued attempts from being written
         if task is not None:
             task.cancel()
+        inflight, self._inflight = self._inflight, None
+        executor, self._executor = self._executor, None
+        try:
+            if inflight is not None:  # the cancelled loop's transaction: its result, or written now
+                written, batch = inflight
+                concurrent.futures.wait([written])
+                if written.cancelled():  # it had not started
+                    assert executor is not None
+                    written = executor.submit(self._write_there, batch)
+                self._settle(batch, written.result())
+            while self._rows or self._cache:
+                batch = self._take()
+                if executor is None:
+                    self._settle(batch, self._write_here(batch))
+                else:
+                    self._settle(batch, executor.submit(self._write_there, batch).result())
+        finally:
+            if executor is not None:
+                for own in self._own_stores:  # closed in their thread
+                    executor.submit(own.close).result()
+                self._own_stores.clear()
+                executor.shutdown(wait=True)
+        if task is not None:
             try:
                 await task
             except asyncio.CancelledError:

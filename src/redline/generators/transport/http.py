@@ -1,6 +1,7 @@
 """The HTTP client every remote generator shares: :class:`HTTPGenerator`.
 
-One pooled ``aiohttp.ClientSession`` (keep-alive) per generator; a per-request timeout; retries with
+One pooled keep-alive client per generator (:class:`~redline.generators.transport.wire.WireClient`,
+or aiohttp through a proxy); a per-request timeout; retries with
 exponential backoff and full jitter on 408/409/425/429, 5xx, timeouts, dropped connections and
 malformed 2xx answers (not JSON, or without the fields the backend reads: :class:`MalformedResponse`),
 honouring the server's ``Retry-After`` (which also pauses the generator's other requests);
@@ -14,24 +15,28 @@ password of a ``user:password@`` in ``base_url``, and every output is masked the
 an output, the cache or a report. The stored settings hold ``base_url`` with its password
 replaced by ``***``.
 
-aiohttp is imported when a client starts, not with this module: ``redline --help`` stays fast.
-It was chosen on measurement (``bench/bench_throughput.py``): against a local 0 ms server a bare
-aiohttp loop answers about ten times as many requests per second as a bare httpx loop, whose
-connection pool costs more CPU per request than the rest of a scan. Proxies are read from the
-environment (``HTTPS_PROXY``, ``HTTP_PROXY``, ``ALL_PROXY``, ``NO_PROXY``) as httpx did.
+The client was chosen on measurement (``bench/bench_throughput.py``, a local 0 ms server): httpx
+spent more CPU per request than the rest of a scan (a bare aiohttp loop answered about ten times
+as many requests per second), and aiohttp itself still costs about 100 µs of CPU per request, so
+requests go through redline's own HTTP/1.1 client on :class:`asyncio.Protocol` (:mod:`.wire`),
+which does only what these requests need and answers two to three times as many requests per
+second as a bare aiohttp loop. Proxies are read from the environment (``HTTPS_PROXY``,
+``HTTP_PROXY``, ``ALL_PROXY``, ``NO_PROXY``) as httpx did; a request that goes through one is sent
+with aiohttp, which is imported only then (``redline --help`` stays fast).
 """
 
 from __future__ import annotations
 
 import asyncio
 import base64
-import json
 import os
+import sys
 import urllib.parse
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any, ClassVar
 
+from redline import jsonio
 from redline.generators.base import GeneratorError, GeneratorUnavailable
 from redline.generators.options import GeneratorOption
 from redline.generators.transport.remote import RemoteGenerator
@@ -42,6 +47,15 @@ from redline.generators.transport.retry import (
     parse_retry_after,
 )
 from redline.generators.transport.secrets import env_references, expand_env, header_safe, mask_url
+from redline.generators.transport.wire import (
+    WireClient,
+    WireConnectError,
+    WireConnectTimeout,
+    WireDropped,
+    WireError,
+    WireInvalidURL,
+    WireProtocolError,
+)
 
 __all__ = ["HTTPGenerator"]
 
@@ -76,7 +90,9 @@ class HTTPGenerator(RemoteGenerator):
         headers = self.option_values["headers"] or {}
         #: Extra headers as given: ``${VAR}`` references are expanded when the client is created.
         self.header_templates = {str(k): str(v) for k, v in headers.items()}
-        self._client: Any = None
+        self._client: WireClient | None = None
+        self._session: Any = None  # an aiohttp.ClientSession, for requests through a proxy
+        self._default_headers: dict[str, str] = {}
         self._start_lock: asyncio.Lock | None = None
         self._proxies: dict[tuple[str, str], str | None] = {}
         self._targets: dict[str, tuple[str, dict[str, str] | None]] = {}
@@ -160,22 +176,35 @@ class HTTPGenerator(RemoteGenerator):
             if self._client is not None:
                 return
             self._check_options()
-            import aiohttp  # heavy: imported when a client starts
-
+            self._default_headers = {"content-type": "application/json", **self._headers()}
             # The cap on connections is the cap on requests in flight (none: the harness's
-            # --concurrency bounds them); the timeout is per request, sent when its turn comes.
-            connector = aiohttp.TCPConnector(limit=self.concurrency or 0, keepalive_timeout=30.0)
-            client = aiohttp.ClientSession(
-                connector=connector,
-                headers={"content-type": "application/json", **self._headers()},
-                timeout=aiohttp.ClientTimeout(total=self.timeout),
-            )
+            # --concurrency bounds them); the timeout is per request, counted when its turn comes.
+            client = WireClient(self.concurrency or None, headers=self._default_headers)
             try:
                 await self._check_reachable(client)
             except BaseException:
-                await client.close()
+                await client.aclose()
+                await self._close_session()
                 raise
             self._client = client
+
+    def _proxy_session(self) -> Any:
+        """The aiohttp session for requests that go through a proxy, created on first use."""
+        if self._session is None:
+            import aiohttp  # heavy: imported only when a proxy is used
+
+            connector = aiohttp.TCPConnector(limit=self.concurrency or 0, keepalive_timeout=30.0)
+            self._session = aiohttp.ClientSession(
+                connector=connector,
+                headers=self._default_headers,
+                timeout=aiohttp.ClientTimeout(total=self.timeout),
+            )
+        return self._session
+
+    async def _close_session(self) -> None:
+        session, self._session = self._session, None
+        if session is not None:
+            await session.close()
 
     def _proxy(self, url: str) -> str | None:
         """The proxy the environment names for ``url`` (``HTTPS_PROXY``, ``HTTP_PROXY``,
@@ -214,18 +243,48 @@ class HTTPGenerator(RemoteGenerator):
     def _unreachable_hint(self) -> str:
         return "check --base-url"
 
-    async def _check_reachable(self, client: Any) -> None:
-        """Fail fast on an endpoint nobody answers at. Any HTTP answer (even 404) is fine."""
+    async def _check_reachable(self, client: WireClient) -> None:
+        """Fail fast on an endpoint nobody answers at. Any HTTP answer (even 404) is fine. The probe
+        goes the way the requests will: through ``client``, or through aiohttp when a proxy applies."""
         if self.probe_path is None:
             return
-        import aiohttp  # heavy: imported when a client starts
+        url = self.base_url + self.probe_path
+        try:
+            target, auth = self._target(url)
+            proxy = self._proxy(url)
+        except ValueError as exc:  # e.g. "Invalid IPv6 URL"
+            raise GeneratorUnavailable(
+                f"{self.family}: base_url is not a usable URL ({url}: {exc}): check --base-url"
+            ) from None
+        if proxy is not None:
+            return await self._check_reachable_via_proxy(target, auth, proxy)
+        timeout = min(self.timeout, 10.0)
+        for attempt in range(3):
+            try:
+                await client.request("GET", target, b"", auth, timeout)
+                return
+            except WireInvalidURL as exc:  # e.g. a control character or a bad port in --base-url
+                raise GeneratorUnavailable(
+                    f"{self.family}: base_url is not a usable URL ({exc}): check --base-url"
+                ) from None
+            except (WireConnectError, WireConnectTimeout) as exc:  # refused, or no answer
+                if attempt == 2:
+                    raise GeneratorUnavailable(
+                        f"cannot reach {self.base_url}: {_reason(exc)} ({self._unreachable_hint()})"
+                    ) from None
+                await asyncio.sleep(0.2 * (attempt + 1))
+            except (TimeoutError, WireError, ValueError):
+                return  # someone answered (or hangs): the requests themselves will say more
 
+    async def _check_reachable_via_proxy(self, target: str, auth: dict[str, str] | None, proxy: str) -> None:
+        """:meth:`_check_reachable` through a proxy, with aiohttp."""
+        import aiohttp  # heavy: imported only when a proxy is used
+
+        session = self._proxy_session()
         timeout = aiohttp.ClientTimeout(total=min(self.timeout, 10.0))
         for attempt in range(3):
             try:
-                url = self.base_url + self.probe_path
-                target, auth = self._target(url)
-                async with client.get(target, headers=auth, timeout=timeout, proxy=self._proxy(url)) as response:
+                async with session.get(target, headers=auth, timeout=timeout, proxy=proxy) as response:
                     await response.read()
                 return
             except aiohttp.InvalidURL as exc:  # e.g. a control character in --base-url
@@ -244,7 +303,8 @@ class HTTPGenerator(RemoteGenerator):
     async def aclose(self) -> None:
         client, self._client = self._client, None
         if client is not None:
-            await client.close()
+            await client.aclose()
+        await self._close_session()
 
     # -- one request, with retries ---------------------------------------------------------------
     async def post_json(
@@ -259,7 +319,7 @@ class HTTPGenerator(RemoteGenerator):
         the server answers an error object, :class:`GeneratorUnavailable` when the endpoint refuses
         the key, does not exist or cannot be reached.
         """
-        return await self.send(url, json.dumps(body).encode(), estimated_tokens, parse=parse)
+        return await self.send(url, jsonio.dumps_bytes(body), estimated_tokens, parse=parse)
 
     async def send(
         self,
@@ -274,8 +334,6 @@ class HTTPGenerator(RemoteGenerator):
         JSON of the answer (``parse(json)`` when given), or its text when ``as_text``. Errors as for
         :meth:`post_json`; their messages never hold a secret (an answer that echoes the key is
         masked)."""
-        import aiohttp  # heavy: imported when a client starts
-
         try:
             answer = await self._send(url, content, estimated_tokens, method, as_text, parse)
         except (GeneratorError, GeneratorUnavailable) as exc:
@@ -283,12 +341,20 @@ class HTTPGenerator(RemoteGenerator):
             if message == str(exc):
                 raise
             raise type(exc)(message) from None
-        except aiohttp.InvalidURL as exc:  # a URL aiohttp cannot send to
-            raise GeneratorUnavailable(f"{self.family}: cannot send to {self.redact(url)}: {exc}") from None
-        except (aiohttp.ClientError, ValueError) as exc:  # e.g. a header aiohttp refuses, quoting it
-            raise GeneratorError(
-                f"request to {self.redact(url)} failed: {type(exc).__name__}: {_one_line(self.redact(str(exc)))}"
-            ) from None
+        except Exception as exc:
+            aiohttp = sys.modules.get("aiohttp")  # its errors only come from a request through a proxy
+            if isinstance(exc, WireInvalidURL) or (aiohttp is not None and isinstance(exc, aiohttp.InvalidURL)):
+                raise GeneratorUnavailable(
+                    f"{self.family}: cannot send to {self.redact(url)}: {self.redact(str(exc))}"
+                ) from None
+            if isinstance(exc, (ValueError, WireError)) or (
+                aiohttp is not None and isinstance(exc, aiohttp.ClientError)
+            ):
+                # e.g. a header the client refuses
+                raise GeneratorError(
+                    f"request to {self.redact(url)} failed: {type(exc).__name__}: {_one_line(self.redact(str(exc)))}"
+                ) from None
+            raise
         return answer
 
     async def _send(
@@ -300,17 +366,26 @@ class HTTPGenerator(RemoteGenerator):
         as_text: bool,
         parse: Callable[[Any], Any] | None = None,
     ) -> Any:
-        import aiohttp  # heavy: imported when a client starts
-
         await self.start()
-        client = self._client
         semaphore = self._semaphore
         proxy = self._proxy(url)
         target, auth = self._target(url)
+        exchange: Callable[[], Awaitable[tuple[int, bytes, Any, str | None]]]
+        if proxy is None:
+            assert self._client is not None
+            request = self._client.request
+            timeout = self.timeout
 
-        async def exchange() -> tuple[int, bytes, Any, str | None]:
-            async with client.request(method, target, data=content, headers=auth, proxy=proxy) as response:
-                return response.status, await response.read(), response.headers, response.charset
+            async def exchange() -> tuple[int, bytes, Any, str | None]:
+                response = await request(method, target, content, auth, timeout)
+                return response.status, response.body, response.headers, response.charset
+
+        else:
+            session = self._proxy_session()
+
+            async def exchange() -> tuple[int, bytes, Any, str | None]:
+                async with session.request(method, target, data=content, headers=auth, proxy=proxy) as response:
+                    return response.status, await response.read(), response.headers, response.charset
 
         async def attempt(index: int) -> Any:
             """One try: the answer, or :class:`TransientFailure` for one worth another try."""
@@ -321,21 +396,13 @@ class HTTPGenerator(RemoteGenerator):
                         status, body, headers, charset = await exchange()
                 else:
                     status, body, headers, charset = await exchange()
-            except aiohttp.ClientConnectorError as exc:
-                message = f"cannot connect to {self.base_url} ({_reason(exc)})"
-                if index >= min(self.max_retries, 2):  # nobody there: no point in waiting longer
-                    raise GeneratorUnavailable(message) from None
-                raise TransientFailure(message) from None
             except TimeoutError:  # aiohttp's timeouts included
                 raise TransientFailure(f"no answer from {url} within {self.timeout:g} s") from None
-            except (aiohttp.ServerDisconnectedError, aiohttp.ClientPayloadError, aiohttp.ClientOSError) as exc:
-                raise TransientFailure(
-                    f"connection to {self.base_url} dropped ({type(exc).__name__}: {_one_line(str(exc))})"
-                ) from None
-            except aiohttp.ClientResponseError as exc:  # an answer that is not HTTP (a garbled status line)
-                raise TransientFailure(
-                    f"connection to {self.base_url} dropped ({type(exc).__name__}: {_one_line(str(exc.message))})"
-                ) from None
+            except Exception as exc:
+                failure = self._failure(exc, index)
+                if failure is None:
+                    raise
+                raise failure from None
             if status < 300:
                 if as_text:
                     return _decode(body, charset)
@@ -357,9 +424,32 @@ class HTTPGenerator(RemoteGenerator):
 
         return await self.retry_policy.call(attempt, self.limiter, estimated_tokens, self._count_retry)
 
+    def _failure(self, exc: Exception, index: int) -> GeneratorError | GeneratorUnavailable | None:
+        """What a failed try ``index`` means: :class:`GeneratorUnavailable` when nobody answers
+        after a few tries, :class:`TransientFailure` for a refused or dropped connection or an
+        answer that is not HTTP, ``None`` for an error that is not the connection's."""
+        aiohttp = sys.modules.get("aiohttp")  # its errors only come from a request through a proxy
+        if isinstance(exc, WireConnectError) or (aiohttp is not None and isinstance(exc, aiohttp.ClientConnectorError)):
+            message = f"cannot connect to {self.base_url} ({_reason(exc)})"
+            if index >= min(self.max_retries, 2):  # nobody there: no point in waiting longer
+                return GeneratorUnavailable(message)
+            return TransientFailure(message)
+        if isinstance(exc, (WireDropped, WireProtocolError)) or (
+            aiohttp is not None
+            and isinstance(exc, (aiohttp.ServerDisconnectedError, aiohttp.ClientPayloadError, aiohttp.ClientOSError))
+        ):
+            return TransientFailure(
+                f"connection to {self.base_url} dropped ({type(exc).__name__}: {_one_line(str(exc))})"
+            )
+        if aiohttp is not None and isinstance(exc, aiohttp.ClientResponseError):  # a garbled status line
+            return TransientFailure(
+                f"connection to {self.base_url} dropped ({type(exc).__name__}: {_one_line(str(exc.message))})"
+            )
+        return None
+
     def _json(self, body: bytes, charset: str | None, url: str) -> Any:
         try:
-            data = json.loads(body)
+            data = jsonio.loads(body)
         except (ValueError, RecursionError):
             raise MalformedResponse(
                 f"malformed response from {url}: not JSON: {_decode(body[:800], charset)[:200]!r}"
