@@ -360,17 +360,21 @@ class Prefiltered:
     strings and :func:`gated`): the leftmost match, and of those at one position the first
     alternative's, which is the match of the whole. Built by :func:`prefiltered`."""
 
-    __slots__ = ("_longest", "_memo", "_parts", "needles", "regex")
+    __slots__ = ("_longest", "_memo", "_parts", "_pattern", "_whole", "needles")
 
     def __init__(
         self,
-        regex: re.Pattern[str],
-        parts: list[tuple[tuple[str, ...] | None, re.Pattern[str]]],
+        pattern: re.Pattern[str],
+        parts: list[tuple[tuple[str, ...] | None, Any]],
         memo: int = 0,
         longest: int = 500,
     ) -> None:
-        self.regex = regex
+        self._pattern = pattern
+        self._whole: re.Pattern[str] | None = None
         self._parts = parts
+        for index, (_, part) in enumerate(parts):
+            if isinstance(part, _Unbuilt):
+                part.home = (parts, index)
         self._memo = lru_cache(maxsize=memo)(self._search) if memo else None
         self._longest = longest
         strings = [needles for needles, _ in parts]
@@ -378,7 +382,16 @@ class Prefiltered:
         self.needles = None if None in strings else tuple(sorted({s for n in strings for s in n or ()}))
 
     @property
+    def regex(self) -> re.Pattern[str]:
+        """The whole pattern, gated (built on first use: searches go by alternative)."""
+        if self._whole is None:
+            parts = self._parts
+            self._whole = _built(parts[0][1]) if len(parts) == 1 else gated(self._pattern)
+        return self._whole
+
+    @property
     def pattern(self) -> str:
+        """The source of :attr:`regex`."""
         return self.regex.pattern
 
     @property
@@ -430,16 +443,47 @@ class Prefiltered:
         return self.regex.sub(repl, text) if self.possible(text) else text
 
 
-def _part(source: str, flags: int) -> tuple[tuple[str, ...] | None, re.Pattern[str]]:
-    """The literal strings of the pattern ``source`` and the pattern, gated; ``re.error`` when
-    ``source`` is no pattern."""
+class _Unbuilt:
+    """An alternative of a :class:`Prefiltered`, compiled (gated) the first time a text holds one
+    of its strings, when it takes its own place in its pattern's list: most alternatives of a long
+    list of phrasings never meet such a text, and compiling them all made the import of
+    :mod:`redline.detectors.refusal` a good part of a short scan's start."""
+
+    __slots__ = ("flags", "home", "items", "source")
+
+    def __init__(self, source: str, flags: int, items: list[Any]) -> None:
+        self.source, self.flags, self.items = source, flags, items
+        self.home: tuple[list, int] | None = None
+
+    def build(self) -> re.Pattern[str]:
+        compiled = _compile_gated(self.source, self.flags, self.items) or re.compile(self.source, self.flags)
+        if self.home is not None:
+            parts, index = self.home
+            parts[index] = (parts[index][0], compiled)
+        return compiled
+
+    def search(self, text: str) -> re.Match[str] | None:
+        return self.build().search(text)
+
+    def match(self, text: str) -> re.Match[str] | None:
+        return self.build().match(text)
+
+
+def _built(part: re.Pattern[str] | _Unbuilt) -> re.Pattern[str]:
+    return part.build() if isinstance(part, _Unbuilt) else part
+
+
+def _part(source: str, flags: int) -> tuple[tuple[str, ...] | None, _Unbuilt]:
+    """The literal strings of the pattern ``source`` and the pattern, to be compiled gated on
+    first use; ``re.error`` when ``source`` is no pattern (it is parsed now)."""
     items = list(_sre_parse(source, flags))
     try:
         needles = _needles(items)
     except Exception:  # the parser is CPython's own: no strings
         needles = None
-    compiled = _compile_gated(source, flags, items) or re.compile(source, flags)
-    return (None if needles is None else tuple(sorted(needles, key=lambda s: (len(s), s)))), compiled
+    return (None if needles is None else tuple(sorted(needles, key=lambda s: (len(s), s)))), _Unbuilt(
+        source, flags, items
+    )
 
 
 def prefiltered(pattern: re.Pattern[str], memo: int = 0, longest: int = 500) -> Prefiltered:
@@ -455,8 +499,7 @@ def prefiltered(pattern: re.Pattern[str], memo: int = 0, longest: int = 500) -> 
     if not (pattern.groups or pattern.flags & re.VERBOSE or "(?#" in pattern.pattern):
         sources = _alternatives(pattern.pattern)
     try:
-        parts = [_part(source, pattern.flags) for source in sources]
+        parts: list[tuple[tuple[str, ...] | None, Any]] = [_part(source, pattern.flags) for source in sources]
     except re.error:  # not split where it should have been: the whole pattern
         parts = [_part(pattern.pattern, pattern.flags)]
-    whole = parts[0][1] if len(parts) == 1 else gated(pattern)
-    return Prefiltered(whole, parts, memo, longest)
+    return Prefiltered(pattern, parts, memo, longest)
