@@ -814,3 +814,13 @@ async def test_batch_writer_asks_the_store_for_every_key_above_the_limit(tmp_pat
         assert writer.cache_get("k2") == [2]
         assert writer.cache_get("missing") is None
     assert asked == ["k2", "missing"]
+
+
+async def test_batch_writer_finds_a_key_put_into_an_empty_cache_once_committed(tmp_path):
+    store = Store(tmp_path / "batch.db")
+    run_id = store.create_run("m", {})
+    async with BatchWriter(store) as writer:
+        assert writer.cache_get("first") is None  # the store's cache is empty: nothing to load
+        writer.cache_put("later", ["answer"])
+        await writer.save_attempt(run_id, make_attempt(0))  # committed: no longer queued
+        assert writer.cache_get("later") == ["answer"]

@@ -104,7 +104,7 @@ class BatchWriter:
         return self.store.cache_get(key)
 
     def cache_put(self, key: str, outputs: list[Any]) -> None:
-        if self._known:
+        if isinstance(self._known, set):
             self._known.add(hash(key))
         if self._task is None:
             self.store.cache_put(key, outputs)
