@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import json
 
 import pytest
 
+from helpers.raw_http import serve
 from redline.attempt import Conversation, Message, Turn
 from redline.generators.openai import OpenAIGenerator
 
@@ -48,25 +48,11 @@ def test_without_proxy_variables_requests_go_direct_and_the_answer_is_kept_per_h
 
 
 async def test_credentials_in_the_url_travel_as_basic_auth_in_place_of_the_key(no_proxy_env):
-    seen: list[str] = []
+    heads: list[dict[str, str]] = []
     answer = json.dumps({"choices": [{"index": 0, "message": {"role": "assistant", "content": "ok"}}]}).encode()
-
-    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        while True:
-            try:
-                head = (await reader.readuntil(b"\r\n\r\n")).decode("latin-1")
-            except (asyncio.IncompleteReadError, ConnectionError):
-                break
-            fields = dict(line.split(": ", 1) for line in head.split("\r\n")[1:] if ": " in line)
-            fields = {k.lower(): v for k, v in fields.items()}
-            await reader.readexactly(int(fields.get("content-length", 0)))
-            seen.append(fields.get("authorization", ""))
-            writer.write(b"HTTP/1.1 200 OK\r\ncontent-length: %d\r\n\r\n%s" % (len(answer), answer))
-            await writer.drain()
-        writer.close()
-
-    server = await asyncio.start_server(handle, "127.0.0.1", 0)
-    port = server.sockets[0].getsockname()[1]
+    server, port, _ = await serve(
+        lambda line: b"HTTP/1.1 200 OK\r\ncontent-length: %d\r\n\r\n%s" % (len(answer), answer), heads
+    )
     no_proxy_env.setenv("OPENAI_API_KEY", "sk-bearer-key-0123456789")
     gen = OpenAIGenerator("m", base_url=f"http://al%40ice:p%3Ass@127.0.0.1:{port}/v1")
     try:
@@ -77,4 +63,5 @@ async def test_credentials_in_the_url_travel_as_basic_auth_in_place_of_the_key(n
         await server.wait_closed()
     assert output is not None and output.text == "ok"
     basic = "Basic " + base64.b64encode(b"al@ice:p:ss").decode()
+    seen = [head.get("authorization", "") for head in heads]
     assert seen and all(value == basic for value in seen)  # the reachability GET and the request

@@ -4,7 +4,6 @@ generator's messages."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import socket
 import subprocess
@@ -12,6 +11,7 @@ import sys
 
 import pytest
 
+from helpers.raw_http import serve
 from redline.attempt import Conversation, Message, Turn
 from redline.generators import GeneratorError, GeneratorUnavailable
 from redline.generators.openai import OpenAIGenerator
@@ -30,32 +30,6 @@ def env(monkeypatch):
 
 def conversation() -> Conversation:
     return Conversation(turns=[Turn(role="user", content=Message(text="hi"))])
-
-
-async def serve(answer_for: callable) -> tuple[asyncio.AbstractServer, int, list[str]]:
-    """A server answering each request with ``answer_for(request line)``: bytes, or ``(bytes, True)``
-    to close the connection after them."""
-    lines: list[str] = []
-
-    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        while True:
-            try:
-                head = (await reader.readuntil(b"\r\n\r\n")).decode("latin-1")
-            except (asyncio.IncompleteReadError, ConnectionError):
-                break
-            fields = {k.lower(): v for k, _, v in (line.partition(": ") for line in head.split("\r\n")[1:] if line)}
-            await reader.readexactly(int(fields.get("content-length", 0)))
-            lines.append(head.split("\r\n")[0])
-            answer = answer_for(lines[-1])
-            answer, close = answer if isinstance(answer, tuple) else (answer, False)
-            writer.write(answer)
-            await writer.drain()
-            if close:
-                break
-        writer.close()
-
-    server = await asyncio.start_server(handle, "127.0.0.1", 0)
-    return server, server.sockets[0].getsockname()[1], lines
 
 
 def ok(body: bytes = ANSWER) -> bytes:
