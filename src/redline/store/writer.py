@@ -141,27 +141,27 @@ class BatchWriter:
         self._writing = cache
         return rows, waiters, cache
 
-    def _write_here(self, batch: tuple) -> BaseException | None:
+    def _write_here(self, batch: tuple, store: Store | None = None) -> BaseException | None:
+        """The transaction of ``batch`` through ``store`` (:attr:`store` by default); the error
+        it raised, if any."""
         rows, _, cache = batch
         try:
-            self.store.write_batch(rows, cache)
+            (store or self.store).write_batch(rows, cache)
         except Exception as exc:
             return exc
         return None
 
     def _write_there(self, batch: tuple) -> BaseException | None:
-        """In the writing thread: the transaction on that thread's own connection (opened on
+        """:meth:`_write_here` in the writing thread, on that thread's own connection (opened on
         first use; SQLite connections stay in the thread that opened them)."""
-        rows, _, cache = batch
-        try:
-            own = getattr(self._own, "store", None)
-            if own is None:
+        own = getattr(self._own, "store", None)
+        if own is None:
+            try:
                 own = self._own.store = Store(self.store.path)
-                self._own_stores.append(own)
-            own.write_batch(rows, cache)
-        except Exception as exc:
-            return exc
-        return None
+            except Exception as exc:
+                return exc
+            self._own_stores.append(own)
+        return self._write_here(batch, own)
 
     def _settle(self, batch: tuple, error: BaseException | None) -> None:
         """Wake the waiters of ``batch``: committed, or :class:`StoreError` for ``error``."""
