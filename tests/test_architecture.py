@@ -14,7 +14,7 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "redline"
 
 #: Lowest layer first, as in ARCHITECTURE.md and pyproject.toml's import-linter contract.
 LAYERS: list[set[str]] = [
-    {"errors", "jsonio", "textsafety"},
+    {"errors", "eventloop", "jsonio", "textsafety"},
     {"attempt", "plugins", "untrusted"},
     {"hub", "encodings", "taxonomy"},
     {"datasets"},

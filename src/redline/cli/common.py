@@ -3,10 +3,8 @@ log), the summary table with its legend, notes, example failures and next steps,
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import datetime as dt
-import gc
 import json
 import math
 import os
@@ -15,7 +13,7 @@ import sys
 import threading
 import time as _time
 import traceback
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +41,7 @@ from redline.engine.budget import Budget
 from redline.engine.executors import ExecutorConfig
 from redline.engine.ray_executor import import_ray
 from redline.errors import RedlineError, UsageError
+from redline.eventloop import run_async
 from redline.generators import Generator
 from redline.generators import generators as generator_registry
 from redline.generators.transport.secrets import mask_url
@@ -86,39 +85,6 @@ err_console = Console(stderr=True, highlight=False, emoji=False, soft_wrap=True)
 EXIT_USER_ERROR = 1
 #: Exit status of a command that stopped on a bug in redline (``EX_SOFTWARE`` of sysexits.h).
 EXIT_INTERNAL_ERROR = 70
-
-
-def run_async(coroutine: Any) -> Any:
-    """Run ``coroutine`` to the end on a new event loop, as :func:`asyncio.run` does, and return
-    its result. The loop is uvloop's when it is installed (a scan over HTTP spends much of its
-    CPU in the event loop, and uvloop's costs less: ``bench/bench_throughput.py``), unless the
-    environment sets ``REDLINE_EVENT_LOOP=asyncio``; otherwise the standard loop."""
-    factory = None
-    if os.environ.get("REDLINE_EVENT_LOOP", "").strip().lower() != "asyncio":
-        try:
-            import uvloop  # optional: not on Windows
-        except ImportError:
-            pass
-        else:
-            factory = uvloop.new_event_loop
-    with _collector_for_a_long_run(), asyncio.Runner(loop_factory=factory) as runner:
-        return runner.run(coroutine)
-
-
-@contextlib.contextmanager
-def _collector_for_a_long_run() -> Iterator[None]:
-    """Python's cycle collector tuned for a scan, then put back: what was loaded before (modules,
-    options) is frozen out of its passes, and it runs every 10,000 new objects instead of every 700
-    (with the defaults it took about an eighth of a scan's CPU over HTTP; the memory a scan holds
-    does not change, its cycles are few and short-lived)."""
-    before = gc.get_threshold()
-    gc.freeze()
-    gc.set_threshold(10_000, 50, 50)
-    try:
-        yield
-    finally:
-        gc.set_threshold(*before)
-        gc.unfreeze()
 
 
 def report_exception(exc: BaseException) -> int:
@@ -388,10 +354,10 @@ def run_scan(
                 else:
                     err_console.print(f"scanning: {to_run} to run ({done} of {total} already stored)")
                 state["announced"] = True
-        elif event == "advance":
+        elif event == "advance":  # ``done`` more finished
             if beat is not None:
-                beat.advance()
-            progress.advance(state["task"])
+                beat.advance(done)
+            progress.advance(state["task"], done)
 
     def on_run(run_id: str) -> None:
         state["run_id"] = run_id

@@ -231,6 +231,14 @@ def scan(
         "generator, on this machine or the cluster of --ray-address; pip install 'redline[ray]'). "
         "Applied with --resume too.",
     ),
+    processes: int | None = typer.Option(
+        None,
+        "--processes",
+        min=1,
+        help="With the local executor: worker processes that run the attempts of a remote model, each with its share "
+        "of --concurrency and of the endpoint's limits (1-64; 1: all in this process; default: one per core, at most 4, "
+        "for 1,000 attempts or more over HTTP).",
+    ),
     ray_address: str | None = typer.Option(
         None,
         "--ray-address",
@@ -293,6 +301,7 @@ def scan(
     }
     cli_executor: dict[str, Any] = {  # how the run executes: never part of the run (allowed with --resume)
         "executor": executor.value if executor is not None else None,
+        "processes": processes,
         "ray_address": ray_address,
         "workers": workers,
         "gpus_per_worker": gpus_per_worker,

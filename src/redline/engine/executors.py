@@ -1,5 +1,6 @@
-"""How a scan's attempts are executed: in this process (``local``, the default) or by the actors
-of a Ray cluster (``ray``, :mod:`redline.engine.ray_executor`).
+"""How a scan's attempts are executed: on this machine (``local``, the default: in this process,
+or for a remote model in worker processes, :mod:`redline.engine.shards`) or by the actors of a Ray
+cluster (``ray``, :mod:`redline.engine.ray_executor`).
 
 An :class:`ExecutorConfig` says how a run executes, not what it measures: it is not part of the
 :class:`~redline.engine.config.ScanConfig`, is never stored with the run, may differ when a run is
@@ -16,11 +17,13 @@ from redline.errors import UsageError
 __all__ = [
     "EXECUTORS",
     "MAX_GPUS_PER_WORKER",
+    "MAX_PROCESSES",
     "MAX_WORKERS",
     "ExecutorConfig",
     "ExecutorError",
     "ExecutorUnavailable",
     "check_gpus_per_worker",
+    "check_processes",
     "check_workers",
 ]
 
@@ -38,6 +41,18 @@ def check_workers(value: Any) -> int:
     """Ray actors: an integer from 1 to :data:`MAX_WORKERS`; ``ValueError`` (what it must be) if not."""
     if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_WORKERS:
         raise ValueError(f"must be an integer from 1 to {MAX_WORKERS}")
+    return value
+
+
+MAX_PROCESSES = 64
+"""The most worker processes a local scan runs (``--processes``, ``processes:``)."""
+
+
+def check_processes(value: Any) -> int:
+    """Local worker processes: an integer from 1 to :data:`MAX_PROCESSES`; ``ValueError`` (what
+    it must be) if not."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_PROCESSES:
+        raise ValueError(f"must be an integer from 1 to {MAX_PROCESSES}")
     return value
 
 
@@ -61,7 +76,9 @@ class ExecutorUnavailable(ExecutorError):
 
 @dataclass(frozen=True)
 class ExecutorConfig:
-    """``kind``: ``"local"`` or ``"ray"``. With Ray: ``ray_address`` (an existing cluster,
+    """``kind``: ``"local"`` or ``"ray"``. Local: ``processes``, the worker processes that run the
+    attempts of a scan of a remote model (``1``: all in this process; ``None``: chosen by
+    :func:`redline.engine.shards.choose_processes`, from the cores and the scan). With Ray: ``ray_address`` (an existing cluster,
     ``HOST:PORT`` or ``auto``; ``None`` starts a local Ray instance on 127.0.0.1), ``workers`` (the
     actors; default: the cluster's CPUs, at most 8), ``gpus_per_worker`` (GPUs each actor holds,
     for local models)."""
@@ -70,13 +87,17 @@ class ExecutorConfig:
     ray_address: str | None = None
     workers: int | None = None
     gpus_per_worker: float = 0.0
+    processes: int | None = None
 
     def __post_init__(self) -> None:
         if self.kind not in EXECUTORS:
             raise ExecutorError(f"unknown executor {self.kind!r} (choose {' or '.join(EXECUTORS)})")
+        if self.kind == "ray" and self.processes is not None:
+            raise ExecutorError("--processes applies to the local executor; with --executor ray use --workers")
         if self.kind == "local" and (self.ray_address or self.workers is not None or self.gpus_per_worker):
             raise ExecutorError("--ray-address, --workers and --gpus-per-worker need --executor ray")
         checks = (
+            ("--processes", self.processes, check_processes),
             ("--workers", self.workers, check_workers),
             ("--gpus-per-worker", self.gpus_per_worker, check_gpus_per_worker),
         )

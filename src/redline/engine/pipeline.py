@@ -23,8 +23,9 @@ attempts are rebuilt deterministically and those already stored are skipped.
 
 from __future__ import annotations
 
+import itertools
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from collections.abc import Sequence as SequenceABC
 from dataclasses import replace
 from typing import Any
@@ -37,6 +38,7 @@ from redline.engine.budget import Budget, MeteredGenerator, RequestShape, is_pau
 from redline.engine.config import ScanConfig
 from redline.engine.executors import ExecutorConfig
 from redline.engine.ray_executor import RayExecutor
+from redline.engine.shards import ShardExecutor, choose_processes
 from redline.errors import UsageError
 from redline.generators import Generator, get_generator
 from redline.generators.cache import CachedGenerator
@@ -50,11 +52,11 @@ from redline.probes.lve import lve_probes
 from redline.probes.runner import AttemptRunner
 from redline.store import RUN_COMPLETE, RUN_INTERRUPTED, RUN_RUNNING, BatchWriter, RunRecord, Store
 
-__all__ = ["ScanConfig", "ScanError", "StoredAttempts", "build_probes", "scan"]
+__all__ = ["ScanConfig", "ScanError", "StoredAttempts", "attempts_to_run", "build_probes", "run_shard", "scan"]
 
 ProgressCallback = Callable[[str, int, int], None]
 """``progress(event, done, total)``: ``"loading"`` (the generator is starting), ``"start"``
-(``done`` of ``total`` attempts already stored) and ``"advance"`` (one more finished)."""
+(``done`` of ``total`` attempts already stored) and ``"advance"`` (``done`` more finished)."""
 
 
 #: Key of a run's stored config: true when the run records, in each probe's phase-4 result, the
@@ -163,6 +165,124 @@ class StoredAttempts(SequenceABC):
         if self._loaded is None:
             self._loaded = list(self.store.iter_attempts(self.run_id, self.probe, errored=False))
         return self._loaded[index]
+
+
+Source = tuple[Probe, AttemptSource, set[int]]
+"""A probe of a run, its attempts (phase 1) and the ``seq`` of those already stored."""
+
+
+def attempt_sources(
+    store: Store, run_id: str, probes: list[Probe], retry_errors: bool, built: list[AttemptSource] | None = None
+) -> list[Source]:
+    """Phase 1 of every probe (or ``built``: what it gave), with the attempts of run ``run_id``
+    already stored (errored ones count as stored unless ``retry_errors``)."""
+    phase1 = built if built is not None else [probe.attempt_source() for probe in probes]
+    return [
+        (probe, attempts, store.finished_seqs(run_id, probe.name, include_errors=not retry_errors))
+        for probe, attempts in zip(probes, phase1, strict=True)
+    ]
+
+
+def attempts_to_run(
+    sources: list[Source], budget: Budget | None = None, shard: tuple[int, int] | None = None
+) -> Iterator[tuple[Probe, Attempt]]:
+    """The ``(probe, attempt)`` pairs left to run, lazily, in the run's order: not stored yet, of
+    probes that are measured (no ``skip_reason``, read as the pairs are taken).
+
+    ``shard=(index, count)`` keeps those at positions ``index``, ``index + count``, … of the
+    run's whole order (stored attempts and probes not measured included, so that every worker
+    of a run counts the same positions). With ``budget``, each attempt waits to be admitted; a
+    budget that stops the run ends the pairs."""
+    position = 0
+    for probe, attempts, done in sources:
+        offset = position
+        position += len(attempts)
+        if probe.skip_reason:  # --skip-unavailable: not measured
+            continue
+        selected: Iterator[Attempt] | AttemptSource = attempts
+        if shard is not None:
+            index, count = shard
+            first = (index - offset) % count
+            every = getattr(attempts, "every", None)
+            selected = every(count, first) if every is not None else itertools.islice(attempts, first, None, count)
+        for attempt in selected:
+            if attempt.seq in done:
+                continue
+            while budget is not None and not budget.admit(probe, attempt):
+                if not budget.busy:  # nothing in flight to wait for: the run stops here
+                    budget.stop()
+                    return
+                yield budget.pause()  # a slot waits until an attempt in flight is done
+            yield probe, attempt
+
+
+def make_runner(
+    config: ScanConfig,
+    generator: Generator,
+    writer: BatchWriter,
+    on_done: Callable[[Attempt], Awaitable[None]],
+    *,
+    budget: Budget | None = None,
+    concurrency: int | None = None,
+) -> AttemptRunner:
+    """The runner of a scan's phases 2 and 3: ``generator`` answering from the store's cache
+    (unless ``config.cache`` is off) and metered by ``budget``, ``on_done`` for each attempt."""
+    active: Generator = CachedGenerator(generator, writer) if config.cache else generator
+    if budget is not None:  # counts what each request cost
+        budget.bind(RequestShape.of(generator, config.generations))
+        active = MeteredGenerator(active, budget, cached=config.cache)
+    return AttemptRunner(
+        active,
+        config.generations,
+        concurrency if concurrency is not None else config.concurrency,
+        on_done=on_done,
+        keep=False,
+        detector_options=config.detector_options,
+        skip_unavailable=config.skip_unavailable,
+    )
+
+
+async def run_shard(
+    config: ScanConfig,
+    store: Store,
+    run_id: Awaitable[str],
+    *,
+    shard: tuple[int, int],
+    concurrency: int,
+    retry_errors: bool = False,
+    on_advance: Callable[[], None] | None = None,
+) -> None:
+    """Phases 2 and 3 of shard ``shard=(index, count)`` of a run (see :func:`attempts_to_run`),
+    in this process: the probes, generator and detectors built from ``config`` while the run's
+    id is awaited (``run_id``: the scan's process creates the run meanwhile), at most
+    ``concurrency`` attempts in flight, each committed to ``store`` before ``on_advance()`` is
+    called. What a scan's worker process runs (:mod:`redline.engine.shards`); the process that
+    started the scan holds the run's lock and runs phase 4."""
+    probes = build_probes(config)
+    phase1 = [probe.attempt_source() for probe in probes]
+    generator = get_generator(config.model, **config.generator_options)
+    try:
+        generator.preflight()
+        await generator.start()
+        async with BatchWriter(store) as writer:
+            run = ""
+
+            async def on_done(attempt: Attempt) -> None:
+                await writer.save_attempt(run, attempt)  # returns once committed
+                if on_advance is not None:
+                    on_advance()
+
+            runner = make_runner(config, generator, writer, on_done, concurrency=concurrency)
+            try:
+                await runner.start_detectors(probes)
+                run = await run_id
+                sources = attempt_sources(store, run, probes, retry_errors, phase1)
+                await runner.run_all(attempts_to_run(sources, shard=shard))
+            finally:
+                await runner.close_detectors()
+    finally:
+        await close_model_pools(probes)
+        await generator.aclose()
 
 
 #: The generator options a resumed run may take from the process that resumes it: how requests
@@ -311,15 +431,26 @@ async def _scan(
     if generator is not None and executor.kind != "local":
         raise ScanError("a generator object runs in this process only: build it from the configuration on Ray")
 
-    probes = build_probes(config)
-    names = [p.name for p in probes]
-    if len(set(names)) != len(names):
-        raise ScanError("the same probe is selected twice")
     own_generator = generator is None
     if generator is None:
         generator = get_generator(config.model, **config.generator_options)
+    concurrency = config.concurrency or AttemptRunner.default_concurrency(generator)
+    shareable = own_generator and budget is None
+    sharded = ShardExecutor(store_path=str(store.path), concurrency=concurrency, retry_errors=retry_errors)
+    probes: list[Probe] = []
     try:
         generator.preflight()  # a missing file or package: stop before a run is created
+        # worker processes import redline while this one builds the probes (a small scan stops them)
+        await sharded.spawn(choose_processes(executor, generator, concurrency, None, shareable=shareable))
+        probes = build_probes(config)
+        names = [p.name for p in probes]
+        if len(set(names)) != len(names):
+            raise ScanError("the same probe is selected twice")
+        phase1 = [probe.attempt_source() for probe in probes]
+        sources = attempt_sources(store, run.run_id, probes, retry_errors, phase1) if run is not None else []
+        to_run = sum(len(a) for a in phase1) - sum(min(len(d), len(a)) for _, a, d in sources)
+        processes = choose_processes(executor, generator, concurrency, to_run, shareable=shareable)
+        sharded.start(config, processes)  # they build the probes, generator and detectors meanwhile
         if progress:
             progress("loading", 0, 0)
         if executor.kind == "local" and not (config.cache and generator.local):
@@ -344,30 +475,13 @@ async def _scan(
         status = RUN_INTERRUPTED
         message: str | None = "stopped before the end"
         try:
-            total = already = 0
-            sources: list[tuple[Probe, AttemptSource, set[int]]] = []
-            for probe in probes:
-                attempts = probe.attempt_source()  # phase 1: a lazy sized iterable, or a list
-                count = len(attempts)
-                done = store.finished_seqs(run_id, probe.name, include_errors=not retry_errors)
-                total += count
-                already += min(len(done), count)
-                sources.append((probe, attempts, done))
+            sources = sources or attempt_sources(store, run_id, probes, retry_errors, phase1)
+            del phase1
+            total = sum(len(attempts) for _, attempts, _ in sources)
+            already = sum(min(len(done), len(attempts)) for _, attempts, done in sources)
             if progress:
                 progress("start", already, total)
-
-            def work() -> Iterator[tuple[Probe, Attempt]]:
-                for probe, attempts, done in sources:
-                    if probe.skip_reason:  # --skip-unavailable: not measured
-                        continue
-                    for attempt in attempts:
-                        if attempt.seq not in done:
-                            while budget is not None and not budget.admit(probe, attempt):
-                                if not budget.busy:  # nothing in flight to wait for: the run stops here
-                                    budget.stop()
-                                    return
-                                yield budget.pause()  # a slot waits until an attempt in flight is done
-                            yield probe, attempt
+            sharded.begin(run_id)
 
             async with BatchWriter(store) as writer:
 
@@ -380,19 +494,7 @@ async def _scan(
                     if progress:
                         progress("advance", 1, total)
 
-                active = CachedGenerator(generator, writer) if config.cache else generator
-                if budget is not None:  # counts what each request cost
-                    budget.bind(RequestShape.of(generator, config.generations))
-                    active = MeteredGenerator(active, budget, cached=config.cache)
-                runner = AttemptRunner(
-                    active,
-                    config.generations,
-                    config.concurrency,
-                    on_done=on_done,
-                    keep=False,
-                    detector_options=config.detector_options,
-                    skip_unavailable=config.skip_unavailable,
-                )
+                runner = make_runner(config, generator, writer, on_done, budget=budget)
                 try:
                     await runner.start_detectors(probes)
                     skipped = [(len(a), len(d)) for p, a, d in sources if p.skip_reason]
@@ -409,10 +511,15 @@ async def _scan(
                             cache=dict(store.cache_items()) if config.cache else None,
                             skipped={p.name: p.skip_reason for p in probes if p.skip_reason},
                         )
-                        await distributed.run(work(), on_done, writer.cache_put, runner.concurrency)
+                        await distributed.run(
+                            attempts_to_run(sources, budget), on_done, writer.cache_put, runner.concurrency
+                        )
+                    elif processes > 1:  # phases 2 and 3 in worker processes, which store their attempts
+                        await sharded.wait(lambda count: progress("advance", count, total) if progress else None)
                     else:
-                        await runner.run_all(work())  # phases 2 and 3, streamed
+                        await runner.run_all(attempts_to_run(sources, budget))  # phases 2 and 3, streamed
                 finally:
+                    await sharded.stop()  # each commits what it finished
                     await runner.close_detectors()  # an LLM judge's own model
             sources.clear()
             if budget is not None and budget.stopped:
@@ -443,6 +550,7 @@ async def _scan(
             store.set_run_status(run_id, status, message)
         return run_id
     finally:
+        await sharded.stop()
         await close_model_pools(probes)  # attacker, judge and converter models
         if own_generator:
             await generator.aclose()

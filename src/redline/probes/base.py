@@ -66,6 +66,19 @@ class _LazyAttempts:
                     yield probe.make_attempt(seq, item_index, item, prompt_index, prompt, repetition)
                     seq += 1
 
+    def every(self, step: int, start: int = 0) -> Iterator[Attempt]:
+        """The attempts at positions ``start``, ``start + step``, … (``seq`` is the position),
+        building only those."""
+        probe, reps, seq, wanted = self.probe, self.probe.num_repetitions, 0, start
+        for item_index, item in enumerate(probe.probe_items):
+            end = seq + len(item.prompts) * reps
+            while wanted < end:
+                prompt_index, repetition = divmod(wanted - seq, reps)
+                prompt = item.prompts[prompt_index]
+                yield probe.make_attempt(wanted, item_index, item, prompt_index, prompt, repetition)
+                wanted += step
+            seq = end
+
 
 class AuxiliaryModels(Protocol):
     """What a probe's :attr:`Probe.model_pool` offers (the attacker, judge and converter models

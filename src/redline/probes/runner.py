@@ -67,7 +67,7 @@ class AttemptRunner:
         self.generator = generator
         self.generations = generations
         if concurrency is None:
-            concurrency = 128 if generator.local else 16
+            concurrency = self.default_concurrency(generator)
         if concurrency < 1:
             raise UsageError("--concurrency must be at least 1")
         self.concurrency = concurrency
@@ -78,6 +78,11 @@ class AttemptRunner:
         self.detector_options = dict(detector_options or {})
         self.skip_unavailable = skip_unavailable
         self._unavailable: dict[str, str] = {}
+
+    @staticmethod
+    def default_concurrency(generator: Generator) -> int:
+        """Attempts in flight when none is given: 128 for a local model (its batch), else 16."""
+        return 128 if generator.local else 16
 
     async def start_detectors(self, probes: Sequence[RunnableProbe]) -> None:
         """Create (with :attr:`detector_options`) and start every detector the probes use; an

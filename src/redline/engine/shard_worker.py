@@ -1,0 +1,129 @@
+"""A scan's worker process (see :mod:`redline.engine.shards`): runs one shard of a run's attempts.
+
+Started by :class:`~redline.engine.shards.ShardExecutor` as
+``python -P -c "from redline.engine.shard_worker import main; main()"``. It reads a JSON line
+on its standard input (the store's path, the run's configuration, the shard, its concurrency),
+builds the probes, generator and detectors, reads a second line (``{"run_id": …}``: the run,
+created meanwhile), runs the shard with :func:`redline.engine.pipeline.run_shard`, and writes
+JSON lines on its standard output for the process that started it:
+
+- ``{"advance": N}``: N more attempts committed to the store (sent at most every
+  :data:`REPORT_EVERY` seconds);
+- ``{"error": MESSAGE, "type": CLASS}``: the shard stopped on this error;
+- ``{"finished": true}``: every attempt of the shard is committed.
+
+It stops, committing what it finished, on ``SIGTERM`` or when its standard input closes. Its
+standard output carries only these lines (anything else printed goes to standard error).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import signal
+import sys
+from typing import IO, Any
+
+from redline.engine.config import ScanConfig
+from redline.engine.pipeline import run_shard
+from redline.errors import RedlineError
+from redline.eventloop import run_async
+from redline.store import Store
+
+__all__ = ["REPORT_EVERY", "main"]
+
+#: Seconds between two progress lines.
+REPORT_EVERY = 0.05
+
+
+class _Channel:
+    """The worker's lines to the process that started it."""
+
+    def __init__(self, out: IO[bytes]) -> None:
+        self.out = out
+        self.pending = 0
+
+    def send(self, message: dict[str, Any]) -> None:
+        self.out.write(json.dumps(message).encode() + b"\n")
+        self.out.flush()
+
+    def advance(self) -> None:
+        self.pending += 1
+
+    def flush(self) -> None:
+        if self.pending:
+            count, self.pending = self.pending, 0
+            self.send({"advance": count})
+
+    async def report(self) -> None:
+        while True:
+            await asyncio.sleep(REPORT_EVERY)
+            self.flush()
+
+
+async def _shard(channel: _Channel) -> None:
+    loop = asyncio.get_running_loop()
+    main_task = asyncio.current_task()
+    assert main_task is not None
+    loop.add_signal_handler(signal.SIGTERM, main_task.cancel)
+    reader = asyncio.StreamReader(limit=1 << 24)
+    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
+    line = await reader.readline()
+    if not line:
+        raise asyncio.CancelledError  # the scan's process is gone already
+    order: dict[str, Any] = json.loads(line)
+
+    run_id: asyncio.Future[str] = loop.create_future()
+
+    async def watch_input() -> None:  # then the end of the input (the scan's process is gone): stop
+        line = await reader.readline()
+        if line:
+            run_id.set_result(str(json.loads(line)["run_id"]))
+            await reader.read()
+        main_task.cancel()
+
+    watcher = asyncio.ensure_future(watch_input())
+    reporter = asyncio.ensure_future(channel.report())
+    store = Store(order["store"])
+    try:
+        index, count = order["shard"]
+        await run_shard(
+            ScanConfig.from_dict(order["config"]),
+            store,
+            run_id,
+            shard=(int(index), int(count)),
+            concurrency=int(order["concurrency"]),
+            retry_errors=bool(order.get("retry_errors")),
+            on_advance=channel.advance,
+        )
+    finally:
+        for task in (watcher, reporter):
+            task.cancel()
+        store.close()
+        channel.flush()
+
+
+def main() -> None:
+    """The worker process: one shard of a run (see the module docstring)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the scan's process decides when to stop
+    channel = _Channel(os.fdopen(os.dup(1), "wb"))
+    os.dup2(2, 1)  # a stray print must not mix with the lines
+    code = 0
+    try:
+        run_async(_shard(channel))
+        channel.send({"finished": True})
+    except asyncio.CancelledError:  # told to stop: what it finished is committed
+        pass
+    except RedlineError as exc:
+        channel.send(
+            {"error": str(exc).splitlines()[0] if str(exc) else type(exc).__name__, "type": type(exc).__name__}
+        )
+        code = 1
+    except BaseException as exc:  # a bug: said in one line, the scan stops with it
+        channel.send({"error": f"internal error {type(exc).__name__}: {exc}", "type": "internal"})
+        code = 70
+    with contextlib.suppress(OSError):
+        channel.out.close()
+    sys.exit(code)

@@ -1,0 +1,265 @@
+"""A scan of a remote model on every core: phases 2 and 3 in worker processes.
+
+One Python process spends about 0.2 ms of CPU on each attempt of a scan over HTTP (the request
+and its answer, the detectors, the attempt's record and its commit), so against a fast endpoint
+one core is the limit. :class:`ShardExecutor` starts ``count`` worker processes
+(:mod:`redline.engine.shard_worker`); each builds the run's probes, generator and detectors from
+the run's :class:`~redline.engine.config.ScanConfig` and runs every ``count``-th attempt of the
+run (its *shard*: the attempts at positions ``index``, ``index + count``, … of the run's
+deterministic order), with its share of the scan's concurrency, and commits them to the store
+itself through a :class:`~redline.store.BatchWriter` of its own. The process that started the scan
+holds the run's lock, relays the workers' progress, and runs phase 4 from the store once they are
+done: the stored attempts, the summary and ``--resume`` are the same as in one process.
+
+**Limits split.** The scan's ``concurrency`` and the endpoint's own limits (``concurrency``,
+``rpm`` and ``tpm`` generator options) are divided among the workers, so that together they
+send no more than one process would.
+
+**Stopping.** The workers run in a session of their own (a Ctrl-C on the terminal reaches only
+this process) and stop when this process tells them (``SIGTERM``) or goes away (their standard
+input closes): each commits the attempts it finished and exits. A worker that fails reports its
+error, which stops the scan with that error; one that dies without a word stops it with
+:class:`ScanWorkerError`. Either way the run can be resumed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import signal
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from redline.detectors import DetectorUnavailable
+from redline.engine.config import ScanConfig
+from redline.engine.executors import ExecutorConfig
+from redline.errors import RedlineError, UsageError
+from redline.generators import Generator, GeneratorUnavailable
+from redline.generators.transport.remote import RemoteGenerator
+from redline.plugins import UnknownPluginError
+from redline.store import StoreError
+
+__all__ = [
+    "AUTO_MIN_ATTEMPTS",
+    "AUTO_MAX_PROCESSES",
+    "ScanWorkerError",
+    "ShardExecutor",
+    "choose_processes",
+    "shard_config",
+]
+
+#: A scan runs in worker processes on its own (``processes`` not given) only when it has at least
+#: this many attempts to run: below it, starting the workers costs more than they save.
+AUTO_MIN_ATTEMPTS = 1000
+
+#: The most worker processes chosen on their own (``--processes`` may ask for more).
+AUTO_MAX_PROCESSES = 4
+
+#: Each worker chosen on its own has at least this many of the scan's attempts in flight.
+AUTO_MIN_CONCURRENCY = 8
+
+#: Seconds a worker has to commit what it finished once told to stop, before it is killed.
+STOP_GRACE = 10.0
+
+#: The errors a worker reports that stop the scan with the same class (others: ScanWorkerError).
+_SAME_ERRORS: dict[str, type[RedlineError]] = {
+    cls.__name__: cls for cls in (GeneratorUnavailable, DetectorUnavailable, StoreError, UnknownPluginError, UsageError)
+}
+
+
+class ScanWorkerError(RedlineError):
+    """A scan's worker process failed or died; the run is stored as interrupted and can be resumed."""
+
+
+def _cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # not on Linux
+        return os.cpu_count() or 1
+
+
+def choose_processes(
+    executor: ExecutorConfig, generator: Generator, concurrency: int, to_run: int | None, *, shareable: bool
+) -> int:
+    """How many worker processes run a scan's attempts (``1``: this process runs them).
+
+    ``executor.processes`` when given (at most ``concurrency``: each worker has one attempt in
+    flight at least). Otherwise several only for a remote model (a local one already uses every
+    core in one process), with at least :data:`AUTO_MIN_ATTEMPTS` attempts to run, on a machine
+    with more than one core: one per core, at most :data:`AUTO_MAX_PROCESSES`, each with at least
+    :data:`AUTO_MIN_CONCURRENCY` attempts in flight. Never for a run that is not ``shareable``
+    (a generator object given to the scan, or a budget: they live in this process). ``to_run``
+    ``None``: not known yet, the most it could be."""
+    if executor.kind != "local" or not shareable or generator.local:
+        return 1
+    if executor.processes is not None:
+        return max(1, min(executor.processes, concurrency))
+    few = to_run is not None and to_run < AUTO_MIN_ATTEMPTS
+    if not isinstance(generator, RemoteGenerator) or few or sys.platform == "win32":
+        return 1
+    return max(1, min(_cores(), AUTO_MAX_PROCESSES, concurrency // AUTO_MIN_CONCURRENCY))
+
+
+def _share(total: float, index: int, count: int, whole: bool) -> float:
+    """Worker ``index``'s part of a limit ``total`` split among ``count`` workers."""
+    if not whole:
+        return total / count
+    part, extra = divmod(int(total), count)
+    return max(1, part + (1 if index < extra else 0))
+
+
+def shard_config(config: ScanConfig, concurrency: int, index: int, count: int) -> tuple[dict[str, Any], int]:
+    """The configuration worker ``index`` of ``count`` runs with (the endpoint's own limits
+    divided: generator options ``concurrency``, ``rpm``, ``tpm``) and its share of the scan's
+    ``concurrency``."""
+    options = dict(config.generator_options)
+    for key, whole in (("concurrency", True), ("rpm", False), ("tpm", False)):
+        value = options.get(key)
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0:
+            options[key] = _share(value, index, count, whole)
+    data = config.as_dict()
+    data["generator_options"] = options
+    return data, int(_share(concurrency, index, count, whole=True))
+
+
+class _Worker:
+    """One worker process and the lines it sends."""
+
+    def __init__(self, index: int, process: asyncio.subprocess.Process) -> None:
+        self.index = index
+        self.process = process
+        self.finished = False
+
+    def stop(self) -> None:
+        if self.process.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                self.process.send_signal(signal.SIGTERM)
+
+
+class ShardExecutor:
+    """Phases 2 and 3 of a run in worker processes (see the module docstring).
+
+    ``await spawn(count)`` starts ``count`` worker processes (they import redline meanwhile);
+    ``start(config, count)`` gives the run's configuration to ``count`` of them (the others
+    exit), which build its probes, generator and detectors while this process goes on (creating
+    the run); ``begin(run_id)`` tells them the run; ``await wait(on_advance)`` returns when every worker has run its shard, calling
+    ``on_advance(n)`` as workers commit ``n`` more attempts, and raises the first error a worker
+    reports; ``await stop()`` stops the workers still running (each commits what it finished),
+    and does nothing when none runs.
+    """
+
+    def __init__(self, *, store_path: str, concurrency: int, retry_errors: bool = False) -> None:
+        self.count = 0
+        self.store_path = store_path
+        self.concurrency = concurrency
+        self.retry_errors = retry_errors
+        self._workers: list[_Worker] = []
+        self._unused: list[_Worker] = []  # spawned, not needed: exiting
+
+    @property
+    def pids(self) -> list[int]:
+        """The workers' process ids."""
+        return [w.process.pid for w in self._workers]
+
+    async def spawn(self, count: int) -> None:
+        """Start ``count`` worker processes (none when ``count`` is 1: this process runs the scan)."""
+        command = [sys.executable, "-P", "-c", "from redline.engine.shard_worker import main; main()"]
+        for index in range(count if count > 1 else 0):
+            process = await asyncio.create_subprocess_exec(
+                *command,
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                start_new_session=True,  # a Ctrl-C on the terminal goes to this process, which stops them
+                limit=1 << 20,
+            )
+            self._workers.append(_Worker(index, process))
+
+    def start(self, config: ScanConfig, count: int) -> None:
+        """Give ``config`` to ``count`` of the spawned workers, each its shard; the others exit
+        (all of them when ``count`` is 1)."""
+        if count <= 1:
+            count = 0
+        self._workers, unused = self._workers[:count], self._workers[count:]
+        for worker in unused:  # it has only imported modules: nothing to lose
+            with contextlib.suppress(ProcessLookupError):
+                worker.process.kill()
+        self._unused += unused
+        self.count = len(self._workers)
+        for index, worker in enumerate(self._workers):
+            process = worker.process
+            config_data, concurrency = shard_config(config, self.concurrency, index, self.count)
+            order = {
+                "store": self.store_path,
+                "config": config_data,
+                "concurrency": concurrency,
+                "shard": [index, self.count],
+                "retry_errors": self.retry_errors,
+            }
+            assert process.stdin is not None
+            process.stdin.write(json.dumps(order).encode() + b"\n")  # stays open: its end tells the worker to stop
+
+    def begin(self, run_id: str) -> None:
+        """Tell the workers the run they run a shard of (once it is created)."""
+        for worker in self._workers:
+            assert worker.process.stdin is not None
+            worker.process.stdin.write(json.dumps({"run_id": run_id}).encode() + b"\n")
+
+    async def wait(self, on_advance: Callable[[int], None]) -> None:
+        tasks = [asyncio.ensure_future(self._follow(worker, on_advance)) for worker in self._workers]
+        try:
+            for done in asyncio.as_completed(tasks):
+                await done  # the first error raises here
+        finally:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+    async def _follow(self, worker: _Worker, on_advance: Callable[[int], None]) -> None:
+        stdout = worker.process.stdout
+        assert stdout is not None
+        error: RedlineError | None = None
+        async for line in stdout:
+            message = json.loads(line)
+            if "advance" in message:
+                on_advance(int(message["advance"]))
+            if message.get("finished"):
+                worker.finished = True
+            if "error" in message:
+                kind = _SAME_ERRORS.get(str(message.get("type")), ScanWorkerError)
+                error = kind(str(message["error"]))
+        code = await worker.process.wait()
+        if error is not None:
+            raise error
+        if not worker.finished:
+            raise ScanWorkerError(
+                f"scan worker {worker.index + 1} of {self.count} (process {worker.process.pid}) stopped "
+                f"unexpectedly ({_exit_reason(code)}); the run can be resumed"
+            )
+
+    async def stop(self) -> None:
+        """Tell every worker still running to stop, and wait until each has committed what it
+        finished and exited (killed after :data:`STOP_GRACE` seconds)."""
+        workers, self._workers, self._unused = self._workers + self._unused, [], []
+        for worker in workers:
+            worker.stop()
+        for worker in workers:
+            try:
+                await asyncio.wait_for(asyncio.shield(worker.process.wait()), STOP_GRACE)
+            except (TimeoutError, asyncio.CancelledError):
+                with contextlib.suppress(ProcessLookupError):
+                    worker.process.kill()
+                await worker.process.wait()
+            if worker.process.stdin is not None:
+                worker.process.stdin.close()
+
+
+def _exit_reason(code: int) -> str:
+    if code < 0:
+        try:
+            return f"signal {signal.Signals(-code).name}"
+        except ValueError:
+            return f"signal {-code}"
+    return f"exit status {code}"

@@ -1,0 +1,296 @@
+"""A scan of a remote model in worker processes (redline.engine.shards): every attempt run once,
+the same stored attempts and summary as in one process, limits split, errors and stops."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from helpers.mock_openai import MockOpenAI
+from redline.engine import ScanConfig, scan
+from redline.engine.executors import ExecutorConfig, ExecutorError
+from redline.engine.pipeline import attempt_sources, attempts_to_run, build_probes
+from redline.engine.shards import AUTO_MIN_ATTEMPTS, ScanWorkerError, ShardExecutor, choose_processes, shard_config
+from redline.generators import GeneratorUnavailable, get_generator
+from redline.report.summary import run_summary
+from redline.store import Store
+
+FOUR_PROBES = "harmful.Requests,encoding.Base64,encoding.Hex,encoding.ROT13"  # 24 + 3 × 12 attempts
+
+
+def responder(messages, body):
+    prompt = messages[-1]["content"]
+    return "I'm sorry, I can't help with that." if len(prompt) % 3 == 0 else f"Sure! {prompt[:30]}"
+
+
+def rows(db: Path) -> dict[str, dict]:
+    with sqlite3.connect(db) as con:
+        return {f"{p}:{s}": json.loads(d) for p, s, d in con.execute("SELECT probe, seq, data FROM attempts")}
+
+
+def comparable(data: dict) -> tuple:
+    return (
+        [o["text"] for o in data["outputs"]],
+        data["detector_results"],
+        data["notes"].get("evaluation"),
+        data["status"],
+    )
+
+
+def key_of(probe, attempt) -> tuple[str, int]:
+    return probe.name, attempt.seq
+
+
+# -- which attempts a shard runs ------------------------------------------------------------------
+
+
+def test_the_shards_of_a_run_cover_every_attempt_left_once(tmp_path) -> None:
+    probes = build_probes(ScanConfig(model="test.repeat", probes=FOUR_PROBES, num_repetitions=2))
+    store = Store(tmp_path / "s.db")
+    run_id = store.create_run("test", {})
+    sources = attempt_sources(store, run_id, probes, retry_errors=False)
+    # attempts already stored, and a probe not measured, are left out of every shard
+    sources[0] = (sources[0][0], sources[0][1], {0, 1, 5, 17})
+    sources[2][0].skip_reason = "its detector could not load"
+    whole = [key_of(*pair) for pair in attempts_to_run(sources)]
+    assert len(whole) == len(set(whole)) == 48 - 4 + 2 * 24
+    for count in (1, 2, 3, 5):
+        shards = [[key_of(*pair) for pair in attempts_to_run(sources, shard=(i, count))] for i in range(count)]
+        assert sorted(k for shard in shards for k in shard) == sorted(whole)
+        assert max(map(len, shards)) - min(map(len, shards)) <= 4  # interleaved: balanced
+        for shard in shards:  # each in the run's order
+            assert shard == [k for k in whole if k in set(shard)]
+
+
+def test_every_builds_the_same_attempts_as_iterating() -> None:
+    (probe,) = build_probes(ScanConfig(model="test.repeat", probes="encoding.Hex", num_repetitions=3))
+    attempts = probe.attempt_source()
+    everything = [a.as_dict() for a in attempts]
+    for step, start in ((1, 0), (2, 1), (3, 2), (7, 4), (100, 5)):
+        picked = [a.as_dict() for a in attempts.every(step, start)]
+        assert len(picked) == len(everything[start::step])
+        for got, want in zip(picked, everything[start::step], strict=True):
+            assert {**got, "uuid": ""} == {**want, "uuid": ""}
+
+
+# -- how many workers, and their limits ----------------------------------------------------------
+
+
+def test_choose_processes(monkeypatch) -> None:
+    monkeypatch.setattr("redline.engine.shards._cores", lambda: 2)
+    remote = get_generator("openai:m", base_url="http://127.0.0.1:9/v1", api_key="k")
+    local = get_generator("test.repeat")
+    auto = ExecutorConfig()
+    many = AUTO_MIN_ATTEMPTS
+    assert choose_processes(auto, remote, 64, many, shareable=True) == 2
+    assert choose_processes(auto, remote, 64, None, shareable=True) == 2  # not known yet: the most
+    assert choose_processes(auto, remote, 64, many - 1, shareable=True) == 1  # too few to pay off
+    assert choose_processes(auto, remote, 8, many, shareable=True) == 1  # each worker keeps 8 in flight
+    assert choose_processes(auto, remote, 64, many, shareable=False) == 1  # a budget or a generator object
+    assert choose_processes(auto, local, 64, many, shareable=True) == 1  # not a remote model
+    assert choose_processes(ExecutorConfig(kind="ray"), remote, 64, many, shareable=True) == 1
+    monkeypatch.setattr("redline.engine.shards._cores", lambda: 16)
+    assert choose_processes(auto, remote, 64, many, shareable=True) == 4  # at most 4 on their own
+    assert choose_processes(ExecutorConfig(processes=6), remote, 64, 10, shareable=True) == 6  # as asked
+    assert choose_processes(ExecutorConfig(processes=6), remote, 3, 10, shareable=True) == 3  # one in flight each
+    assert choose_processes(ExecutorConfig(processes=1), remote, 64, many, shareable=True) == 1
+
+
+def test_workers_share_the_limits_of_one_process() -> None:
+    config = ScanConfig(model="openai:m", generator_options={"concurrency": 5, "rpm": 600, "tpm": 9000.0})
+    shares = [shard_config(config, 64, i, 3) for i in range(3)]
+    assert [c for _, c in shares] == [22, 21, 21]
+    assert [d["generator_options"]["concurrency"] for d, _ in shares] == [2, 2, 1]
+    assert [d["generator_options"]["rpm"] for d, _ in shares] == [200, 200, 200]
+    assert sum(d["generator_options"]["tpm"] for d, _ in shares) == pytest.approx(9000)
+    assert config.generator_options["concurrency"] == 5  # the run's own configuration is unchanged
+    assert shard_config(ScanConfig(model="openai:m"), 1, 0, 1)[1] == 1
+
+
+def test_processes_belong_to_the_local_executor() -> None:
+    with pytest.raises(ExecutorError, match="--processes"):
+        ExecutorConfig(kind="ray", processes=2)
+    with pytest.raises(ExecutorError, match="--processes must be an integer from 1 to 64"):
+        ExecutorConfig(processes=0)
+
+
+# -- scans in worker processes -------------------------------------------------------------------
+
+
+@pytest.fixture
+def spawned(monkeypatch) -> list[list[int]]:
+    """The process ids of the workers of each ShardExecutor started."""
+    seen: list[list[int]] = []
+    original = ShardExecutor.start
+
+    def start(self, config, count):
+        original(self, config, count)
+        seen.append(self.pids)
+
+    monkeypatch.setattr(ShardExecutor, "start", start)
+    return seen
+
+
+def config_for(server: MockOpenAI) -> ScanConfig:
+    return ScanConfig(
+        model="openai:m", probes=FOUR_PROBES, concurrency=4, generator_options={"base_url": server.base_url}
+    )
+
+
+async def test_workers_store_what_one_process_stores(tmp_path, monkeypatch, spawned) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "k")
+    advanced: list[int] = []
+    with MockOpenAI(responder=responder) as server:
+        one = Store(tmp_path / "one.db")
+        one_run = await scan(config_for(server), one, executor=ExecutorConfig(processes=1))
+        assert spawned == [[]]
+        two = Store(tmp_path / "two.db")
+        two_run = await scan(
+            config_for(server),
+            two,
+            executor=ExecutorConfig(processes=2),
+            progress=lambda event, done, total: advanced.append(done) if event == "advance" else None,
+        )
+    assert len(spawned[1]) == 2 and os.getpid() not in spawned[1]
+    assert sum(advanced) == 60  # the workers' progress, relayed
+    assert len(server.requests) == 120  # every attempt sent once by each scan
+    a, b = rows(tmp_path / "one.db"), rows(tmp_path / "two.db")
+    assert a.keys() == b.keys() and len(a) == 60
+    assert all(comparable(a[k]) == comparable(b[k]) for k in a)
+    first, second = run_summary(one, one_run), run_summary(two, two_run)
+    assert first["probes"] == second["probes"]
+    assert two.get_run(two_run).status == "complete"
+    for pid in spawned[1]:  # the workers are gone
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
+
+
+async def test_an_error_in_a_worker_stops_the_scan_as_in_one_process(tmp_path, monkeypatch, spawned) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "k")
+    refused = lambda index, body: (401, {}, '{"error": {"message": "bad key"}}')  # noqa: E731
+    messages = []
+    with MockOpenAI(responder=responder, faults=refused) as server:
+        for processes in (1, 2):
+            store = Store(tmp_path / f"{processes}.db")
+            with pytest.raises(GeneratorUnavailable) as caught:
+                await scan(config_for(server), store, executor=ExecutorConfig(processes=processes))
+            messages.append(str(caught.value))
+            (run,) = store.list_runs()
+            assert run.status == "interrupted"
+    assert messages[0] == messages[1] and "401" in messages[0]
+
+
+async def test_a_worker_that_dies_stops_the_scan_and_resume_finishes_it(tmp_path, monkeypatch, spawned) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "k")
+    release = threading.Event()
+
+    def hold_after_ten(index: int, body: dict) -> None:
+        if index >= 10:
+            release.wait(timeout=60)  # a guard against a hang only
+
+    db = tmp_path / "s.db"
+    store = Store(db)
+    with MockOpenAI(responder=responder, faults=hold_after_ten) as server:
+        task = asyncio.ensure_future(scan(config_for(server), store, executor=ExecutorConfig(processes=2)))
+        deadline = time.monotonic() + 60
+        while (not spawned or store.count_attempts(store.list_runs()[0].run_id) < 4) and time.monotonic() < deadline:
+            await asyncio.sleep(0.02)
+        os.kill(spawned[0][1], signal.SIGKILL)
+        with pytest.raises(ScanWorkerError, match=r"scan worker 2 of 2 .* \(signal SIGKILL\); the run can be resumed"):
+            await task
+        release.set()
+        (run,) = store.list_runs()
+        assert run.status == "interrupted"
+        before = rows(db)
+        assert 4 <= len(before) < 60
+        run_id = await scan(None, store, resume=run.run_id, executor=ExecutorConfig(processes=2))
+    after = rows(db)
+    assert len(after) == 60 and store.get_run(run_id).status == "complete"
+    assert all(after[k] == v for k, v in before.items())  # nothing stored twice or redone
+
+
+async def test_cancelling_a_scan_stops_its_workers_keeping_what_they_finished(tmp_path, monkeypatch, spawned) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "k")
+    release = threading.Event()
+
+    def hold_after_ten(index: int, body: dict) -> None:
+        if index >= 10:
+            release.wait(timeout=60)
+
+    db = tmp_path / "s.db"
+    store = Store(db)
+    with MockOpenAI(responder=responder, faults=hold_after_ten) as server:
+        task = asyncio.ensure_future(scan(config_for(server), store, executor=ExecutorConfig(processes=2)))
+        deadline = time.monotonic() + 60
+        while (not spawned or store.count_attempts(store.list_runs()[0].run_id) < 10) and time.monotonic() < deadline:
+            await asyncio.sleep(0.02)
+        started = time.monotonic()
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        assert time.monotonic() - started < 5  # the workers stop at once, requests in flight or not
+        release.set()
+    for pid in spawned[0]:
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
+    (run,) = store.list_runs()
+    assert run.status == "interrupted" and store.count_attempts(run.run_id) == 10  # every finished one kept
+
+
+def test_workers_exit_when_the_scan_process_is_killed(tmp_path) -> None:
+    release = threading.Event()
+
+    def hold(index: int, body: dict) -> None:
+        release.wait(timeout=60)  # a guard against a hang only
+
+    with MockOpenAI(responder=responder, faults=hold) as server:
+        env = dict(os.environ, OPENAI_API_KEY="k")
+        command = [sys.executable, "-m", "redline", "scan", "-m", "openai:m", "--base-url", server.base_url]
+        command += ["-p", FOUR_PROBES, "-c", "4", "--processes", "2", "--store", str(tmp_path / "s.db")]
+        proc = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            deadline = time.monotonic() + 60
+            while len(server.requests) < 4 and time.monotonic() < deadline:  # both workers are sending
+                time.sleep(0.02)
+            workers = children_of(proc.pid)
+            assert len(workers) == 2
+            os.kill(proc.pid, signal.SIGKILL)
+            proc.wait()
+            deadline = time.monotonic() + 20
+            while any(alive(pid) for pid in workers) and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert not any(alive(pid) for pid in workers)
+        finally:
+            release.set()
+            proc.kill()
+
+
+def children_of(pid: int) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == pid:
+                found.append(int(entry.name))
+    return found
+
+
+def alive(pid: int) -> bool:
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return False
+    return fields[0] != "Z"
