@@ -177,7 +177,7 @@ async def test_workers_store_what_one_process_stores(tmp_path, monkeypatch, spaw
 
 async def test_an_error_in_a_worker_stops_the_scan_as_in_one_process(tmp_path, monkeypatch, spawned) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "k")
-    refused = lambda index, body: (401, {}, '{"error": {"message": "bad key"}}')  # noqa: E731
+    refused = lambda index, body: (401, {}, '{"error": {"message": "bad key"}}')
     messages = []
     with MockOpenAI(responder=responder, faults=refused) as server:
         for processes in (1, 2):
