@@ -98,6 +98,11 @@ def test_choose_processes(monkeypatch) -> None:
     assert choose_processes(auto, remote, 8, many, shareable=True) == 1  # each worker keeps 8 in flight
     assert choose_processes(auto, remote, 64, many, shareable=False) == 1  # a budget or a generator object
     assert choose_processes(auto, local, 64, many, shareable=True) == 1  # not a remote model
+    with pytest.raises(ExecutorError, match="--processes is for a remote model"):
+        choose_processes(ExecutorConfig(processes=2), local, 64, many, shareable=True)
+    with pytest.raises(ExecutorError, match="--processes needs the scan's own generator and no budget"):
+        choose_processes(ExecutorConfig(processes=2), remote, 64, many, shareable=False)
+    assert choose_processes(ExecutorConfig(processes=1), local, 64, many, shareable=False) == 1
     assert choose_processes(ExecutorConfig(kind="ray"), remote, 64, many, shareable=True) == 1
     monkeypatch.setattr("redline.engine.shards._cores", lambda: 16)
     assert choose_processes(auto, remote, 64, many, shareable=True) == 4  # at most 4 on their own
@@ -139,6 +144,16 @@ def spawned(monkeypatch) -> list[list[int]]:
 
     monkeypatch.setattr(ShardExecutor, "start", start)
     return seen
+
+
+async def stored_at_least(store: Store, count: int) -> None:
+    """Wait until the store's run holds ``count`` attempts (a minute at most: a guard against a hang)."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        runs = store.list_runs()
+        if runs and store.count_attempts(runs[0].run_id) >= count:
+            return
+        await asyncio.sleep(0.02)
 
 
 def config_for(server: MockOpenAI) -> ScanConfig:
@@ -202,9 +217,7 @@ async def test_a_worker_that_dies_stops_the_scan_and_resume_finishes_it(tmp_path
     store = Store(db)
     with MockOpenAI(responder=responder, faults=hold_after_ten) as server:
         task = asyncio.ensure_future(scan(config_for(server), store, executor=ExecutorConfig(processes=2)))
-        deadline = time.monotonic() + 60
-        while (not spawned or store.count_attempts(store.list_runs()[0].run_id) < 4) and time.monotonic() < deadline:
-            await asyncio.sleep(0.02)
+        await stored_at_least(store, 4)
         os.kill(spawned[0][1], signal.SIGKILL)
         with pytest.raises(ScanWorkerError, match=r"scan worker 2 of 2 .* \(signal SIGKILL\); the run can be resumed"):
             await task
@@ -231,9 +244,7 @@ async def test_cancelling_a_scan_stops_its_workers_keeping_what_they_finished(tm
     store = Store(db)
     with MockOpenAI(responder=responder, faults=hold_after_ten) as server:
         task = asyncio.ensure_future(scan(config_for(server), store, executor=ExecutorConfig(processes=2)))
-        deadline = time.monotonic() + 60
-        while (not spawned or store.count_attempts(store.list_runs()[0].run_id) < 10) and time.monotonic() < deadline:
-            await asyncio.sleep(0.02)
+        await stored_at_least(store, 10)
         started = time.monotonic()
         task.cancel()
         with pytest.raises(asyncio.CancelledError):

@@ -35,7 +35,7 @@ from typing import Any
 
 from redline.detectors import DetectorUnavailable
 from redline.engine.config import ScanConfig
-from redline.engine.executors import ExecutorConfig
+from redline.engine.executors import ExecutorConfig, ExecutorError
 from redline.errors import RedlineError, UsageError
 from redline.generators import Generator, GeneratorUnavailable
 from redline.generators.transport.remote import RemoteGenerator
@@ -87,16 +87,26 @@ def choose_processes(
     """How many worker processes run a scan's attempts (``1``: this process runs them).
 
     ``executor.processes`` when given (at most ``concurrency``: each worker has one attempt in
-    flight at least). Otherwise several only for a remote model (a local one already uses every
+    flight at least; :class:`~redline.engine.executors.ExecutorError` above 1 for a local model
+    or a run that is not ``shareable``). Otherwise several only for a remote model (a local one already uses every
     core in one process), with at least :data:`AUTO_MIN_ATTEMPTS` attempts to run, on a machine
     with more than one core: one per core, at most :data:`AUTO_MAX_PROCESSES`, each with at least
     :data:`AUTO_MIN_CONCURRENCY` attempts in flight. Never for a run that is not ``shareable``
     (a generator object given to the scan, or a budget: they live in this process). ``to_run``
     ``None``: not known yet, the most it could be."""
-    if executor.kind != "local" or not shareable or generator.local:
+    if executor.kind != "local":
         return 1
-    if executor.processes is not None:
+    if executor.processes is not None and executor.processes > 1:
+        if generator.local:
+            raise ExecutorError("--processes is for a remote model: a local model uses every core in one process")
+        if not shareable:
+            raise ExecutorError(
+                "--processes needs the scan's own generator and no budget (--budget-usd and --max-requests "
+                "are kept by one process)"
+            )
         return max(1, min(executor.processes, concurrency))
+    if not shareable or generator.local or executor.processes is not None:
+        return 1
     few = to_run is not None and to_run < AUTO_MIN_ATTEMPTS
     if not isinstance(generator, RemoteGenerator) or few or sys.platform == "win32":
         return 1
