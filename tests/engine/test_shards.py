@@ -13,6 +13,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -89,7 +90,7 @@ def test_every_builds_the_same_attempts_as_iterating() -> None:
 def test_choose_processes(monkeypatch) -> None:
     monkeypatch.setattr("redline.engine.shards._cores", lambda: 2)
     remote = get_generator("openai:m", base_url="http://127.0.0.1:9/v1", api_key="k")
-    local = get_generator("test.repeat")
+    local = SimpleNamespace(local=True)  # what choose_processes reads of a local model
     auto = ExecutorConfig()
     many = AUTO_MIN_ATTEMPTS
     assert choose_processes(auto, remote, 64, many, shareable=True) == 2
