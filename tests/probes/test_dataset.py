@@ -249,3 +249,31 @@ def test_hub_dataset_offline_is_one_clear_error(monkeypatch) -> None:
         monkeypatch.setattr(module, "HF_HUB_OFFLINE", module.HF_HUB_OFFLINE)
     with pytest.raises(DatasetError, match=r"hf:someorg/not-cached: cannot load the dataset: .*hub cannot be reached"):
         load_rows("hf:someorg/not-cached")
+
+
+@pytest.mark.parametrize(
+    "name, options",
+    [
+        ("dataset.Prompts", {"dataset_columns": {"prompt": "goal", "target": "target", "category": "kind"}}),
+        ("dataset.Prompts", {"dataset_columns": {"prompt": "goal"}, "num_repetitions": 3, "sample": 2, "seed": 4}),
+        ("jailbreak.Persona", {"dataset_columns": {"prompt": "goal"}, "num_repetitions": 2}),
+        ("jailbreak.Persona", {}),  # its own requests, no dataset
+    ],
+)
+def test_a_request_probe_builds_its_items_as_they_are_reached(csv_file: Path, name: str, options: dict) -> None:
+    if "dataset_columns" in options:
+        options = {**options, "dataset": str(csv_file)}
+    lazy, built = get_probe(name, **options), get_probe(name, **options)
+    source = lazy.attempt_source()
+    assert lazy._items is None  # no probe item held
+    expected = [a.as_dict() for a in built.create_attempts()]  # from the probe items, built at once
+    assert len(source) == len(expected) > 0
+
+    def plain(attempts):
+        return [{**a.as_dict(), "uuid": ""} for a in attempts]
+
+    want = [{**a, "uuid": ""} for a in expected]
+    assert plain(source) == want
+    for step, start in ((1, 0), (2, 1), (3, 2), (5, 4)):
+        assert plain(source.every(step, start)) == want[start::step]
+    assert lazy._items is None

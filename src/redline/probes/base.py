@@ -35,7 +35,17 @@ from redline.evaluation import (
 from redline.generators.base import Generator, GeneratorError
 from redline.probes.runner import AttemptRunner
 
-__all__ = ["AttemptSource", "AuxiliaryModels", "Probe", "ProbeItem", "ProbeResult", "Prompt", "PromptProbe"]
+__all__ = [
+    "AttemptSource",
+    "AuxiliaryModels",
+    "LazyAttempts",
+    "OnePromptItems",
+    "Probe",
+    "ProbeItem",
+    "ProbeResult",
+    "Prompt",
+    "PromptProbe",
+]
 
 
 class AttemptSource(Protocol):
@@ -47,20 +57,35 @@ class AttemptSource(Protocol):
     def __iter__(self) -> Iterator[Attempt]: ...
 
 
-class _LazyAttempts:
+class OnePromptItems(Protocol):
+    """Probe items built one at a time from their position, one prompt each (a probe of many
+    items need not hold them all: :class:`redline.probes.dataset.RequestProbe`)."""
+
+    def __len__(self) -> int: ...
+
+    def __getitem__(self, index: int) -> ProbeItem: ...
+
+    def __iter__(self) -> Iterator[ProbeItem]: ...
+
+
+class LazyAttempts:
     """The attempts of :meth:`Probe.create_attempts` as a sized, re-iterable view that builds each
     one when it is reached: items in order, prompts in order, repetitions innermost, ``seq``
-    counting from 0."""
+    counting from 0. ``one_prompt_items``: the probe's items built as they are reached instead
+    of :attr:`Probe.probe_items` (the same items)."""
 
-    def __init__(self, probe: Probe) -> None:
+    def __init__(self, probe: Probe, one_prompt_items: OnePromptItems | None = None) -> None:
         self.probe = probe
+        self.items = one_prompt_items
 
     def __len__(self) -> int:
+        if self.items is not None:
+            return len(self.items) * self.probe.num_repetitions
         return sum(len(item.prompts) for item in self.probe.probe_items) * self.probe.num_repetitions
 
     def __iter__(self) -> Iterator[Attempt]:
         probe, seq = self.probe, 0
-        for item_index, item in enumerate(probe.probe_items):
+        for item_index, item in enumerate(self.items if self.items is not None else probe.probe_items):
             for prompt_index, prompt in enumerate(item.prompts):
                 for repetition in range(probe.num_repetitions):
                     yield probe.make_attempt(seq, item_index, item, prompt_index, prompt, repetition)
@@ -70,6 +95,12 @@ class _LazyAttempts:
         """The attempts at positions ``start``, ``start + step``, … (``seq`` is the position),
         building only those."""
         probe, reps, seq, wanted = self.probe, self.probe.num_repetitions, 0, start
+        if self.items is not None:  # one prompt each: straight to the item
+            for position in range(start, len(self), step):
+                item_index, repetition = divmod(position, reps)
+                item = self.items[item_index]
+                yield probe.make_attempt(position, item_index, item, 0, item.prompts[0], repetition)
+            return
         for item_index, item in enumerate(probe.probe_items):
             end = seq + len(item.prompts) * reps
             while wanted < end:
@@ -226,12 +257,17 @@ class Probe:
         """The probe items (created once; a seeded subset when ``sample`` is set)."""
         if self._items is None:
             items = list(self._create_probe_items())
-            if self.sample is not None and self.sample < len(items):
-                rng = random.Random(f"{self.name}:{self.seed}")
-                keep = sorted(rng.sample(range(len(items)), self.sample))
-                items = [items[i] for i in keep]
-            self._items = items
+            keep = self._sampled(len(items))
+            self._items = items if keep is None else [items[i] for i in keep]
         return self._items
+
+    def _sampled(self, count: int) -> list[int] | None:
+        """The positions of the items kept of ``count`` (the seeded subset of ``sample``), in
+        order; ``None`` when every one is kept."""
+        if self.sample is None or self.sample >= count:
+            return None
+        rng = random.Random(f"{self.name}:{self.seed}")
+        return sorted(rng.sample(range(count), self.sample))
 
     def create_attempts(self) -> AttemptSource:
         """Phase 1: one attempt per prompt and repetition, numbered by ``seq`` (this base class
@@ -240,14 +276,14 @@ class Probe:
         ``seq`` is deterministic (items in order, prompts in order, repetitions innermost), so a
         resumed run rebuilds the same attempts and skips the finished ones.
         """
-        return list(_LazyAttempts(self))
+        return list(LazyAttempts(self))
 
     def attempt_source(self) -> AttemptSource:
         """Phase 1 for a scan: what :meth:`create_attempts` gives, built one attempt at a time as
         it is iterated when a subclass has not overridden :meth:`create_attempts` (the same
         attempts, in the same order), so a scan of 100,000 prompts never holds 100,000 attempts."""
         if type(self).create_attempts is Probe.create_attempts:
-            return _LazyAttempts(self)
+            return LazyAttempts(self)
         return self.create_attempts()
 
     def make_attempt(

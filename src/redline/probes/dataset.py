@@ -13,12 +13,12 @@ model is loaded.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, ClassVar
 
 from redline.attempt import Conversation, Message, Turn
 from redline.datasets import DatasetError, load_rows
-from redline.probes.base import Probe, ProbeItem, Prompt
+from redline.probes.base import AttemptSource, LazyAttempts, Probe, ProbeItem, Prompt
 
 __all__ = ["Prompts", "RequestProbe"]
 
@@ -47,13 +47,13 @@ class RequestProbe(Probe):
         super().__init__(*args, **kwargs)
         self.dataset = dataset
         self.dataset_columns = dict(dataset_columns or {})
-        self._targets: list[list[str]] | None = None
+        self._targets: list[list[str] | None] | None = None
         self._systems: list[str | None] = []
         if dataset is not None:
             rows = load_rows(dataset, self.dataset_columns)
             self._systems = [row.system for row in rows]
             self._requests = [(row.category or "dataset", row.prompt) for row in rows]
-            self._targets = [[row.target] if row.target else [] for row in rows]
+            self._targets = [[row.target] if row.target else None for row in rows]
         elif requests is not None:
             self._requests = [r if isinstance(r, tuple) else ("custom", str(r)) for r in requests]
         else:
@@ -75,15 +75,45 @@ class RequestProbe(Probe):
         return Prompt(text=request, metadata={"category": category})
 
     def _create_probe_items(self) -> list[ProbeItem]:
-        items = []
-        for index, (category, request) in enumerate(self._requests):
-            prompt = self.render(index, category, request)
-            prompt.metadata.setdefault("category", category)
-            prompt.metadata.setdefault("request", request)
-            if self._targets is not None and self._targets[index]:
-                prompt.targets = list(prompt.targets) + self._targets[index]
-            items.append(ProbeItem(prompts=[prompt], metadata={"category": category, "index": index}))
-        return items
+        return [self._item(index) for index in range(len(self._requests))]
+
+    def _item(self, index: int) -> ProbeItem:
+        """The probe item of request number ``index``."""
+        category, request = self._requests[index]
+        prompt = self.render(index, category, request)
+        prompt.metadata.setdefault("category", category)
+        prompt.metadata.setdefault("request", request)
+        targets = self._targets[index] if self._targets is not None else None
+        if targets:
+            prompt.targets = list(prompt.targets) + targets
+        return ProbeItem(prompts=[prompt], metadata={"category": category, "index": index})
+
+    def attempt_source(self) -> AttemptSource:
+        """The attempts of :meth:`create_attempts`, each item built only when its attempt is:
+        a dataset of 100,000 prompts is held as its requests, not as 100,000 probe items (unless
+        a subclass builds its items otherwise, or they are built already)."""
+        own = type(self)._create_probe_items is RequestProbe._create_probe_items
+        if own and self._items is None and type(self).create_attempts is Probe.create_attempts:
+            return LazyAttempts(self, _RequestItems(self, self._sampled(len(self._requests))))
+        return super().attempt_source()
+
+
+class _RequestItems:
+    """The probe items of a :class:`RequestProbe` (those at ``keep``, all when ``None``), each
+    built when it is reached."""
+
+    def __init__(self, probe: RequestProbe, keep: list[int] | None) -> None:
+        self.probe = probe
+        self.keep = keep
+
+    def __len__(self) -> int:
+        return len(self.keep) if self.keep is not None else len(self.probe._requests)
+
+    def __getitem__(self, index: int) -> ProbeItem:
+        return self.probe._item(self.keep[index] if self.keep is not None else index)
+
+    def __iter__(self) -> Iterator[ProbeItem]:
+        return (self[index] for index in range(len(self)))
 
 
 def fill(template: str, request: str) -> str:
