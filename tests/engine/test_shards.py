@@ -244,7 +244,15 @@ async def test_cancelling_a_scan_stops_its_workers_keeping_what_they_finished(tm
     db = tmp_path / "s.db"
     store = Store(db)
     with MockOpenAI(responder=responder, faults=hold_after_ten) as server:
-        task = asyncio.ensure_future(scan(config_for(server), store, executor=ExecutorConfig(processes=2)))
+        advanced: list[int] = []
+        task = asyncio.ensure_future(
+            scan(
+                config_for(server),
+                store,
+                executor=ExecutorConfig(processes=2),
+                progress=lambda event, done, total: advanced.append(done) if event == "advance" else None,
+            )
+        )
         await stored_at_least(store, 10)
         started = time.monotonic()
         task.cancel()
@@ -257,6 +265,7 @@ async def test_cancelling_a_scan_stops_its_workers_keeping_what_they_finished(tm
             os.kill(pid, 0)
     (run,) = store.list_runs()
     assert run.status == "interrupted" and store.count_attempts(run.run_id) == 10  # every finished one kept
+    assert sum(advanced) == 10  # the progress counts every one
 
 
 def test_workers_exit_when_the_scan_process_is_killed(tmp_path) -> None:

@@ -168,6 +168,7 @@ class ShardExecutor:
         self.retry_errors = retry_errors
         self._workers: list[_Worker] = []
         self._unused: list[_Worker] = []  # spawned, not needed: exiting
+        self._on_advance: Callable[[int], None] | None = None
 
     @property
     def pids(self) -> list[int]:
@@ -218,6 +219,7 @@ class ShardExecutor:
             worker.process.stdin.write(json.dumps({"run_id": run_id}).encode() + b"\n")
 
     async def wait(self, on_advance: Callable[[int], None]) -> None:
+        self._on_advance = on_advance
         tasks = [asyncio.ensure_future(self._follow(worker, on_advance)) for worker in self._workers]
         try:
             for done in asyncio.as_completed(tasks):
@@ -264,6 +266,20 @@ class ShardExecutor:
                 await worker.process.wait()
             if worker.process.stdin is not None:
                 worker.process.stdin.close()
+            if worker.process.stdout is not None and self._on_advance is not None:
+                self._relay_rest(await worker.process.stdout.read())
+
+    def _relay_rest(self, lines: bytes) -> None:
+        """The progress a stopped worker reported after this process stopped reading it (the
+        attempts it committed while stopping): counted, so that the progress matches the store."""
+        assert self._on_advance is not None
+        for line in lines.splitlines():
+            try:
+                message = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(message, dict) and isinstance(message.get("advance"), int):
+                self._on_advance(message["advance"])
 
 
 def _exit_reason(code: int) -> str:
