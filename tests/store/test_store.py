@@ -440,6 +440,22 @@ async def test_batch_writer_commits_queued_attempts_when_the_block_is_left_by_an
     assert stored(path, run_id) == 4
 
 
+async def test_on_commit_counts_every_attempt_committed_cancelled_saves_included(tmp_path):
+    store = Store(tmp_path / "batch.db")
+    run_id = store.create_run("m", {})
+    counted: list[int] = []
+    async with BatchWriter(store, max_batch=3, on_commit=counted.append) as writer:
+        await asyncio.gather(*(writer.save_attempt(run_id, make_attempt(seq)) for seq in range(7)))
+        assert counted == [3, 3, 1]
+        saves = [asyncio.create_task(writer.save_attempt(run_id, make_attempt(seq))) for seq in range(7, 11)]
+        await asyncio.sleep(0)  # queued
+        for task in saves:
+            task.cancel()  # a scan stopping: the rows are committed on close all the same
+    assert sum(counted) == store.count_attempts(run_id) == 11
+    await writer.save_attempt(run_id, make_attempt(11))  # outside the block: at once
+    assert sum(counted) == store.count_attempts(run_id) == 12
+
+
 async def test_batch_writer_cache_entries_are_visible_queued_and_stored_on_close(tmp_path):
     store = Store(tmp_path / "batch.db")
     async with BatchWriter(store) as writer:

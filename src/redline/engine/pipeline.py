@@ -250,13 +250,13 @@ async def run_shard(
     shard: tuple[int, int],
     concurrency: int,
     retry_errors: bool = False,
-    on_advance: Callable[[], None] | None = None,
+    on_commit: Callable[[int], None] | None = None,
 ) -> None:
     """Phases 2 and 3 of shard ``shard=(index, count)`` of a run (see :func:`attempts_to_run`),
     in this process: the probes, generator and detectors built from ``config`` while the run's
     id is awaited (``run_id``: the scan's process creates the run meanwhile), at most
-    ``concurrency`` attempts in flight, each committed to ``store`` before ``on_advance()`` is
-    called. What a scan's worker process runs (:mod:`redline.engine.shards`); the process that
+    ``concurrency`` attempts in flight, committed to ``store``, ``on_commit(n)`` called for each
+    transaction of ``n`` attempts. What a scan's worker process runs (:mod:`redline.engine.shards`); the process that
     started the scan holds the run's lock and runs phase 4."""
     probes = build_probes(config)
     phase1 = [probe.attempt_source() for probe in probes]
@@ -264,13 +264,11 @@ async def run_shard(
     try:
         generator.preflight()
         await generator.start()
-        async with BatchWriter(store) as writer:
+        async with BatchWriter(store, on_commit=on_commit) as writer:
             run = ""
 
             async def on_done(attempt: Attempt) -> None:
                 await writer.save_attempt(run, attempt)  # returns once committed
-                if on_advance is not None:
-                    on_advance()
 
             runner = make_runner(config, generator, writer, on_done, concurrency=concurrency)
             try:

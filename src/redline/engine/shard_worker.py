@@ -49,8 +49,8 @@ class _Channel:
         self.out.write(json.dumps(message).encode() + b"\n")
         self.out.flush()
 
-    def advance(self) -> None:
-        self.pending += 1
+    def advance(self, count: int) -> None:
+        self.pending += count
 
     def flush(self) -> None:
         if self.pending:
@@ -96,7 +96,7 @@ async def _shard(channel: _Channel) -> None:
             shard=(int(index), int(count)),
             concurrency=int(order["concurrency"]),
             retry_errors=bool(order.get("retry_errors")),
-            on_advance=channel.advance,
+            on_commit=channel.advance,
         )
     finally:
         for task in (watcher, reporter):

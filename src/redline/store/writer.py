@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import threading
+from collections.abc import Callable
 from typing import Any, Literal
 
 from redline.attempt import Attempt
@@ -44,10 +45,20 @@ class BatchWriter:
     With ``thread`` (the default) the transactions are written by a thread of the writer's own
     through a second connection to ``store``'s file; without it, by the event loop's thread through
     ``store``. A failed commit raises :class:`StoreError` in every ``save_attempt`` waiting on it.
+    ``on_commit(n)`` is called (on the event loop's thread) for every transaction committed with
+    its ``n`` attempts, those whose ``save_attempt`` was cancelled meanwhile included.
     """
 
-    def __init__(self, store: Store, max_batch: int = 1000, max_delay: float = 0.0, thread: bool = True) -> None:
+    def __init__(
+        self,
+        store: Store,
+        max_batch: int = 1000,
+        max_delay: float = 0.0,
+        thread: bool = True,
+        on_commit: Callable[[int], None] | None = None,
+    ) -> None:
         self.store = store
+        self.on_commit = on_commit
         self.max_batch = max(1, max_batch)
         self.max_delay = max(0.0, max_delay)
         self.thread = thread
@@ -82,6 +93,8 @@ class BatchWriter:
         row = Store.attempt_row(run_id, attempt)
         if self._task is None:
             self.store.write_batch([row])
+            if self.on_commit is not None:
+                self.on_commit(1)
             return
         future = asyncio.get_running_loop().create_future()
         self._rows.append(row)
@@ -175,6 +188,8 @@ class BatchWriter:
                     future.set_exception(failure)
             return
         self.commits += 1
+        if self.on_commit is not None and waiters:
+            self.on_commit(len(waiters))
         for future in waiters:
             if not future.done():
                 future.set_result(None)
