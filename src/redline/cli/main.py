@@ -237,7 +237,7 @@ def scan(
         min=1,
         help="With the local executor: worker processes that run the attempts of a remote model, each with its share "
         "of --concurrency and of the endpoint's limits (1-64; 1: all in this process; default: one per core, at most 4, "
-        "for 1,000 attempts or more over HTTP).",
+        "for 2,000 attempts or more over HTTP).",
     ),
     ray_address: str | None = typer.Option(
         None,

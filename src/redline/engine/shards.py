@@ -52,8 +52,9 @@ __all__ = [
 ]
 
 #: A scan runs in worker processes on its own (``processes`` not given) only when it has at least
-#: this many attempts to run: below it, starting the workers costs more than they save.
-AUTO_MIN_ATTEMPTS = 1000
+#: this many attempts to run: starting them costs about 0.15 s more than it saves on a short run
+#: (1,260 attempts at 200 ms and concurrency 256), and saves at most 0.1 s below this at 0 ms.
+AUTO_MIN_ATTEMPTS = 2000
 
 #: The most worker processes chosen on their own (``--processes`` may ask for more).
 AUTO_MAX_PROCESSES = 4
