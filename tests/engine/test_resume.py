@@ -17,6 +17,7 @@ import pytest
 
 from fakes import ScriptedGenerator
 from helpers.mock_openai import MockOpenAI
+from helpers.stored_rows import comparable, rows
 from redline.attempt import Message
 from redline.engine import ScanConfig, ScanError, StoredAttempts, scan
 from redline.generators.base import Generator
@@ -59,20 +60,6 @@ def scan_cli(server: MockOpenAI, db, *extra: str) -> subprocess.Popen:
         stderr=subprocess.PIPE,
         text=True,
         env=env,
-    )
-
-
-def rows(db) -> dict[str, dict]:
-    with sqlite3.connect(db) as con:
-        return {f"{p}:{s}": json.loads(d) for p, s, d in con.execute("SELECT probe, seq, data FROM attempts")}
-
-
-def comparable(data: dict) -> tuple:
-    return (
-        [o["text"] for o in data["outputs"]],
-        data["detector_results"],
-        data["notes"].get("evaluation"),
-        data["status"],
     )
 
 

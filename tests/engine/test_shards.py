@@ -4,10 +4,8 @@ the same stored attempts and summary as in one process, limits split, errors and
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import signal
-import sqlite3
 import subprocess
 import sys
 import threading
@@ -18,6 +16,7 @@ from types import SimpleNamespace
 import pytest
 
 from helpers.mock_openai import MockOpenAI
+from helpers.stored_rows import comparable, rows
 from redline.engine import ScanConfig, scan
 from redline.engine.executors import ExecutorConfig, ExecutorError
 from redline.engine.pipeline import attempt_sources, attempts_to_run, build_probes
@@ -32,20 +31,6 @@ FOUR_PROBES = "harmful.Requests,encoding.Base64,encoding.Hex,encoding.ROT13"  # 
 def responder(messages, body):
     prompt = messages[-1]["content"]
     return "I'm sorry, I can't help with that." if len(prompt) % 3 == 0 else f"Sure! {prompt[:30]}"
-
-
-def rows(db: Path) -> dict[str, dict]:
-    with sqlite3.connect(db) as con:
-        return {f"{p}:{s}": json.loads(d) for p, s, d in con.execute("SELECT probe, seq, data FROM attempts")}
-
-
-def comparable(data: dict) -> tuple:
-    return (
-        [o["text"] for o in data["outputs"]],
-        data["detector_results"],
-        data["notes"].get("evaluation"),
-        data["status"],
-    )
 
 
 def key_of(probe, attempt) -> tuple[str, int]:
