@@ -95,6 +95,9 @@ def test_choose_processes(monkeypatch) -> None:
     assert choose_processes(ExecutorConfig(processes=6), remote, 64, 10, shareable=True) == 6  # as asked
     assert choose_processes(ExecutorConfig(processes=6), remote, 3, 10, shareable=True) == 3  # one in flight each
     assert choose_processes(ExecutorConfig(processes=1), remote, 64, many, shareable=True) == 1
+    capped = get_generator("openai:m", base_url="http://127.0.0.1:9/v1", api_key="k", concurrency=2)
+    assert choose_processes(ExecutorConfig(processes=6), capped, 64, many, shareable=True) == 2  # the endpoint's cap
+    assert choose_processes(auto, capped, 64, many, shareable=True) == 1  # 2 in flight: not worth a worker
 
 
 def test_workers_share_the_limits_of_one_process() -> None:

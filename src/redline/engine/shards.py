@@ -87,8 +87,8 @@ def choose_processes(
 ) -> int:
     """How many worker processes run a scan's attempts (``1``: this process runs them).
 
-    ``executor.processes`` when given (at most ``concurrency``: each worker has one attempt in
-    flight at least; :class:`~redline.engine.executors.ExecutorError` above 1 for a local model
+    ``executor.processes`` when given (at most ``concurrency``, or the endpoint's own
+    ``concurrency`` option when lower: each worker has one attempt in flight at least; :class:`~redline.engine.executors.ExecutorError` above 1 for a local model
     or a run that is not ``shareable``). Otherwise several only for a remote model (a local one already uses every
     core in one process), with at least :data:`AUTO_MIN_ATTEMPTS` attempts to run, on a machine
     with more than one core: one per core, at most :data:`AUTO_MAX_PROCESSES`, each with at least
@@ -97,9 +97,14 @@ def choose_processes(
     ``None``: not known yet, the most it could be."""
     if executor.kind != "local":
         return 1
+    cap = getattr(generator, "concurrency", None)  # the endpoint's own limit (a remote model's option)
+    if isinstance(cap, int) and cap > 0:
+        concurrency = min(concurrency, cap)  # each worker keeps one request of it at least
     if executor.processes is not None and executor.processes > 1:
         if generator.local:
             raise ExecutorError("--processes is for a remote model: a local model uses every core in one process")
+        if sys.platform == "win32":
+            raise ExecutorError("--processes above 1 needs a POSIX system (Linux, macOS)")
         if not shareable:
             raise ExecutorError(
                 "--processes needs the scan's own generator and no budget (--budget-usd and --max-requests "
