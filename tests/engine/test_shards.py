@@ -4,6 +4,7 @@ the same stored attempts and summary as in one process, limits split, errors and
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
 import subprocess
@@ -22,6 +23,8 @@ from redline.engine.executors import ExecutorConfig, ExecutorError
 from redline.engine.pipeline import attempt_sources, attempts_to_run, build_probes
 from redline.engine.shards import AUTO_MIN_ATTEMPTS, ScanWorkerError, ShardExecutor, choose_processes, shard_config
 from redline.generators import GeneratorUnavailable, get_generator
+from redline.lve import isolation
+from redline.lve.isolation import CheckerLimits, configure_shared_pool
 from redline.report.summary import run_summary
 from redline.store import Store
 
@@ -111,6 +114,17 @@ def test_workers_share_the_limits_of_one_process() -> None:
     assert shard_config(ScanConfig(model="openai:m"), 1, 0, 1)[1] == 1
 
 
+def test_a_worker_is_told_its_shard_and_the_lve_checkers_limits(monkeypatch) -> None:
+    monkeypatch.setattr(isolation, "_SHARED_LIMITS", None)
+    configure_shared_pool(CheckerLimits(timeout=7.0, cpu_seconds=7, memory_mb=300))
+    executor = ShardExecutor(store_path="s.db", concurrency=10, retry_errors=True)
+    order = executor.order(ScanConfig(model="openai:m", generator_options={"rpm": 60}), 1, 2)
+    assert CheckerLimits(**order["checker_limits"]) == CheckerLimits(timeout=7.0, cpu_seconds=7, memory_mb=300)
+    assert order["shard"] == [1, 2] and order["concurrency"] == 5 and order["retry_errors"] is True
+    assert order["config"]["generator_options"] == {"rpm": 30} and order["store"] == "s.db"
+    json.dumps(order)  # a line of JSON
+
+
 def test_processes_belong_to_the_local_executor() -> None:
     with pytest.raises(ExecutorError, match="--processes"):
         ExecutorConfig(kind="ray", processes=2)
@@ -165,9 +179,11 @@ async def test_workers_store_what_one_process_stores(tmp_path, monkeypatch, spaw
             executor=ExecutorConfig(processes=2),
             progress=lambda event, done, total: advanced.append(done) if event == "advance" else None,
         )
+        again = await scan(config_for(server), two, executor=ExecutorConfig(processes=2))
+    assert len(server.requests) == 120  # the third scan was answered from the store's cache, in its workers
+    assert len(spawned[2]) == 2 and two.count_attempts(again) == 60
     assert len(spawned[1]) == 2 and os.getpid() not in spawned[1]
     assert sum(advanced) == 60  # the workers' progress, relayed
-    assert len(server.requests) == 120  # every attempt sent once by each scan
     a, b = rows(tmp_path / "one.db"), rows(tmp_path / "two.db")
     assert a.keys() == b.keys() and len(a) == 60
     assert all(comparable(a[k]) == comparable(b[k]) for k in a)

@@ -30,6 +30,7 @@ from redline.engine.config import ScanConfig
 from redline.engine.pipeline import run_shard
 from redline.errors import RedlineError
 from redline.eventloop import run_async
+from redline.lve.isolation import CheckerLimits, configure_shared_pool
 from redline.store import Store
 
 __all__ = ["REPORT_EVERY", "main"]
@@ -74,6 +75,8 @@ async def _shard(channel: _Channel) -> None:
     if not line:
         raise asyncio.CancelledError  # the scan's process is gone already
     order: dict[str, Any] = json.loads(line)
+    if order.get("checker_limits") is not None:  # the scan's --checker-timeout and --checker-memory
+        configure_shared_pool(CheckerLimits(**order["checker_limits"]))
 
     run_id: asyncio.Future[str] = loop.create_future()
 

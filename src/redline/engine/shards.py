@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import json
 import os
 import signal
@@ -39,6 +40,7 @@ from redline.engine.executors import ExecutorConfig, ExecutorError
 from redline.errors import RedlineError, UsageError
 from redline.generators import Generator, GeneratorUnavailable
 from redline.generators.transport.remote import RemoteGenerator
+from redline.lve.isolation import shared_pool_limits
 from redline.plugins import UnknownPluginError
 from redline.store import StoreError
 
@@ -206,17 +208,23 @@ class ShardExecutor:
         self._unused += unused
         self.count = len(self._workers)
         for index, worker in enumerate(self._workers):
-            process = worker.process
-            config_data, concurrency = shard_config(config, self.concurrency, index, self.count)
-            order = {
-                "store": self.store_path,
-                "config": config_data,
-                "concurrency": concurrency,
-                "shard": [index, self.count],
-                "retry_errors": self.retry_errors,
-            }
-            assert process.stdin is not None
-            process.stdin.write(json.dumps(order).encode() + b"\n")  # stays open: its end tells the worker to stop
+            assert worker.process.stdin is not None  # stays open: its end tells the worker to stop
+            worker.process.stdin.write(json.dumps(self.order(config, index, self.count)).encode() + b"\n")
+
+    def order(self, config: ScanConfig, index: int, count: int) -> dict[str, Any]:
+        """What worker ``index`` of ``count`` is told: the store, the run's configuration with
+        its share of the limits, its shard and concurrency, and the LVE checkers' limits of this
+        process (``--checker-timeout``, ``--checker-memory``)."""
+        config_data, concurrency = shard_config(config, self.concurrency, index, count)
+        limits = shared_pool_limits()
+        return {
+            "checker_limits": dataclasses.asdict(limits) if limits is not None else None,
+            "store": self.store_path,
+            "config": config_data,
+            "concurrency": concurrency,
+            "shard": [index, count],
+            "retry_errors": self.retry_errors,
+        }
 
     def begin(self, run_id: str) -> None:
         """Tell the workers the run they run a shard of (once it is created)."""

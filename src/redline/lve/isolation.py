@@ -68,6 +68,7 @@ __all__ = [
     "CheckerUnavailable",
     "IsolatedChecker",
     "checker_for",
+    "shared_pool_limits",
     "configure_shared_pool",
     "shared_pool",
 ]
@@ -560,6 +561,11 @@ def configure_shared_pool(limits: CheckerLimits) -> None:
             _SHARED.close()
             _SHARED = None
         _SHARED_LIMITS = limits
+
+
+def shared_pool_limits() -> CheckerLimits | None:
+    """The limits :func:`configure_shared_pool` set (``None``: the defaults)."""
+    return _SHARED_LIMITS
 
 
 def shared_pool() -> CheckerPool:
