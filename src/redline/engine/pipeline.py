@@ -256,8 +256,9 @@ async def run_shard(
     in this process: the probes, generator and detectors built from ``config`` while the run's
     id is awaited (``run_id``: the scan's process creates the run meanwhile), at most
     ``concurrency`` attempts in flight, committed to ``store``, ``on_commit(n)`` called for each
-    transaction of ``n`` attempts. What a scan's worker process runs (:mod:`redline.engine.shards`); the process that
-    started the scan holds the run's lock and runs phase 4."""
+    transaction of ``n`` attempts. What a scan's worker process runs
+    (:mod:`redline.engine.shards`); the process that started the scan holds the run's lock and
+    runs phase 4."""
     probes = build_probes(config)
     phase1 = [probe.attempt_source() for probe in probes]
     generator = get_generator(config.model, **config.generator_options)
