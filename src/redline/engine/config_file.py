@@ -23,7 +23,7 @@
     probe_options: {bias.ForcedChoice: {sample: 5}}
     judge: hf:./compliance-judge   # replaces refusal.Compliance (hf:PATH, llm[:MODEL], A+B)
     executor: ray                # how attempts run: local (the default) or ray
-    # processes: 2               # with executor: local: worker processes for a remote model (default: one per core, up to 4)
+    # processes: 2               # with executor: local: worker processes (remote model; default: by cores)
     ray_address: 10.0.0.1:6379   # with executor: ray; left out: Ray starts on this machine
     workers: 4                   # with executor: ray: the Ray actors
     gpus_per_worker: 1           # with executor: ray: GPUs each actor holds

@@ -78,8 +78,8 @@ class ExecutorUnavailable(ExecutorError):
 class ExecutorConfig:
     """``kind``: ``"local"`` or ``"ray"``. Local: ``processes``, the worker processes that run the
     attempts of a scan of a remote model (``1``: all in this process; ``None``: chosen by
-    :func:`redline.engine.shards.choose_processes`, from the cores and the scan). With Ray: ``ray_address`` (an existing cluster,
-    ``HOST:PORT`` or ``auto``; ``None`` starts a local Ray instance on 127.0.0.1), ``workers`` (the
+    :func:`redline.engine.shards.choose_processes`, from the cores and the scan). With Ray:
+    ``ray_address`` (an existing cluster, ``HOST:PORT`` or ``auto``; ``None`` starts a local Ray instance on 127.0.0.1), ``workers`` (the
     actors; default: the cluster's CPUs, at most 8), ``gpus_per_worker`` (GPUs each actor holds,
     for local models)."""
 

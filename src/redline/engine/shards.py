@@ -90,9 +90,10 @@ def choose_processes(
     """How many worker processes run a scan's attempts (``1``: this process runs them).
 
     ``executor.processes`` when given (at most ``concurrency``, or the endpoint's own
-    ``concurrency`` option when lower: each worker has one attempt in flight at least; :class:`~redline.engine.executors.ExecutorError` above 1 for a local model
-    or a run that is not ``shareable``). Otherwise several only for a remote model (a local one already uses every
-    core in one process), with at least :data:`AUTO_MIN_ATTEMPTS` attempts to run, on a machine
+    ``concurrency`` option when lower: each worker has one attempt in flight at least;
+    :class:`~redline.engine.executors.ExecutorError` above 1 for a local model or a run that is
+    not ``shareable``). Otherwise several only for a remote model (a local one already uses
+    every core in one process), with at least :data:`AUTO_MIN_ATTEMPTS` attempts to run, on a machine
     with more than one core: one per core, at most :data:`AUTO_MAX_PROCESSES`, each with at least
     :data:`AUTO_MIN_CONCURRENCY` attempts in flight. Never for a run that is not ``shareable``
     (a generator object given to the scan, or a budget: they live in this process). ``to_run``
@@ -163,8 +164,8 @@ class ShardExecutor:
     ``await spawn(count)`` starts ``count`` worker processes (they import redline meanwhile);
     ``start(config, count)`` gives the run's configuration to ``count`` of them (the others
     exit), which build its probes, generator and detectors while this process goes on (creating
-    the run); ``begin(run_id)`` tells them the run; ``await wait(on_advance)`` returns when every worker has run its shard, calling
-    ``on_advance(n)`` as workers commit ``n`` more attempts, and raises the first error a worker
+    the run); ``begin(run_id)`` tells them the run; ``await wait(on_advance)`` returns when
+    every worker has run its shard, calling ``on_advance(n)`` as workers commit ``n`` more attempts, and raises the first error a worker
     reports; ``await stop()`` stops the workers still running (each commits what it finished),
     and does nothing when none runs.
     """
