@@ -21,7 +21,15 @@ from helpers.stored_rows import comparable, rows
 from redline.engine import ScanConfig, scan
 from redline.engine.executors import ExecutorConfig, ExecutorError
 from redline.engine.pipeline import attempt_sources, attempts_to_run, build_probes
-from redline.engine.shards import AUTO_MIN_ATTEMPTS, ScanWorkerError, ShardExecutor, choose_processes, shard_config
+from redline.engine.shard_worker import prefork
+from redline.engine.shards import (
+    AUTO_MIN_ATTEMPTS,
+    Preforked,
+    ScanWorkerError,
+    ShardExecutor,
+    choose_processes,
+    shard_config,
+)
 from redline.generators import GeneratorUnavailable, get_generator
 from redline.lve import isolation
 from redline.lve.isolation import CheckerLimits, configure_shared_pool
@@ -289,6 +297,8 @@ def test_workers_exit_when_the_scan_process_is_killed(tmp_path) -> None:
                 time.sleep(0.02)
             workers = children_of(proc.pid)
             assert len(workers) == 2
+            # forked by the console script (no new interpreter): the scan's own command line
+            assert all(cmdline(pid) == cmdline(proc.pid) for pid in workers)
             os.kill(proc.pid, signal.SIGKILL)
             proc.wait()
             deadline = time.monotonic() + 20
@@ -319,3 +329,100 @@ def alive(pid: int) -> bool:
     except OSError:
         return False
     return fields[0] != "Z"
+
+
+# -- workers forked by the console script -----------------------------------------------------------
+
+
+def cmdline(pid: int) -> list[str]:
+    return Path(f"/proc/{pid}/cmdline").read_bytes().decode().split("\0")[:-1]
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the console script forks its workers on Linux")
+def test_the_console_scripts_forked_workers_store_what_one_process_stores(tmp_path) -> None:
+    with MockOpenAI(responder=responder) as server:
+        env = dict(os.environ, OPENAI_API_KEY="k")
+        for processes in (1, 2):
+            command = [sys.executable, "-m", "redline", "scan", "-m", "openai:m", "--base-url", server.base_url]
+            command += ["-p", FOUR_PROBES, "-c", "4", "--processes", str(processes)]
+            done = subprocess.run(
+                command + ["--store", str(tmp_path / f"{processes}.db")], env=env, capture_output=True
+            )
+            assert done.returncode == 0, done.stderr.decode()[-2000:]
+    a, b = rows(tmp_path / "1.db"), rows(tmp_path / "2.db")
+    assert a.keys() == b.keys() and len(a) == 60
+    assert all(comparable(a[k]) == comparable(b[k]) for k in a)
+    one, two = Store(tmp_path / "1.db"), Store(tmp_path / "2.db")
+    assert (
+        run_summary(one, one.list_runs()[0].run_id)["probes"] == run_summary(two, two.list_runs()[0].run_id)["probes"]
+    )
+
+
+FORK_SCRIPT = """
+import json, os, sys
+from redline.engine.shards import Preforked
+
+def echo():  # a worker's stand-in: its input, upper-cased, and its open descriptors, on its output
+    line = os.read(0, 100)
+    os.write(1, line.upper().strip() + b" %d" % len(os.listdir("/proc/self/fd")))
+    sys.exit(int(line.split()[-1]))
+
+pool = Preforked.fork(3, echo)
+kept = pool.take(2)
+(left,) = [child.pid for child in pool._children]
+for index, child in enumerate(kept):
+    os.write(child._to_child, f"hello {index + 4}\\n".encode())
+answers = [os.read(child._from_child, 100).decode() for child in kept]
+codes = [child.reap() for child in kept]
+pool.discard()
+try:
+    os.kill(left, 0)
+    gone = False
+except ProcessLookupError:  # killed and reaped: no zombie left
+    gone = True
+print(json.dumps({"answers": answers, "codes": codes, "pids": [c.pid for c in kept], "me": os.getpid(), "gone": gone}))
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="forked workers are for Linux")
+def test_forked_workers_run_their_entry_on_their_own_pipes_and_exit_with_its_code() -> None:
+    done = subprocess.run([sys.executable, "-c", FORK_SCRIPT], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    # each on its own pipes, with no other descriptor than 0, 1, 2 (and the one listing them):
+    # not the other workers' pipes, whose input must close when the scan's process goes
+    assert result["answers"] == ["HELLO 4 4", "HELLO 5 4"]
+    assert result["codes"] == [4, 5]  # the entry's exit code, through os._exit
+    assert result["me"] not in result["pids"]
+    assert result["gone"]  # the one not taken: killed and reaped by discard()
+
+
+def test_fork_refuses_a_process_with_threads() -> None:
+    stop = threading.Event()
+    thread = threading.Thread(target=stop.wait)
+    thread.start()
+    try:
+        with pytest.raises(RuntimeError, match="one thread"):
+            Preforked.fork(1, lambda: None)
+    finally:
+        stop.set()
+        thread.join()
+
+
+def test_prefork_forks_nothing_where_the_scan_would_not_use_workers(monkeypatch) -> None:
+    forked: list[int] = []
+    monkeypatch.setattr(Preforked, "fork", classmethod(lambda cls, count, entry: forked.append(count)))
+    monkeypatch.setattr(threading, "active_count", lambda: 1)
+    monkeypatch.setenv("OPENAI_API_KEY", "k")
+    remote = ScanConfig(model="openai:m", probes="encoding.Base64", concurrency=64)
+    assert prefork(None, None, shareable=True) is None  # a resumed run: its model is in the store
+    assert prefork(ScanConfig(model="test.echo", probes="encoding.Base64"), None, shareable=True) is None
+    assert prefork(remote, ExecutorConfig(processes=1), shareable=True) is None
+    assert prefork(remote, None, shareable=False) is None  # a budget or a generator object
+    assert prefork(ScanConfig(model="nosuch:m", probes="encoding.Base64"), None, shareable=True) is None
+    assert forked == []
+    prefork(remote, ExecutorConfig(processes=3), shareable=True)
+    assert forked == [3]
+    monkeypatch.setattr(threading, "active_count", lambda: 2)
+    assert prefork(remote, ExecutorConfig(processes=3), shareable=True) is None
+    assert forked == [3]

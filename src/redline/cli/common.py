@@ -40,6 +40,7 @@ from redline.engine import scan
 from redline.engine.budget import Budget
 from redline.engine.executors import ExecutorConfig
 from redline.engine.ray_executor import import_ray
+from redline.engine.shard_worker import prefork
 from redline.errors import RedlineError, UsageError
 from redline.eventloop import run_async
 from redline.generators import Generator
@@ -309,7 +310,16 @@ def run_scan(
             remaining = (task.total - task.completed) / rate
             return Text(f"{rate:.2f} att/s  ETA {clock_text(remaining)}")
 
-    store = open_store(store_path, must_exist=resume is not None)
+    # the console script forks the scan's worker processes now, before the store, the loop and the
+    # progress thread exist (redline.engine.shards); a scan that needs none discards them
+    shareable = generator is None and (budget is None or not budget.limited)
+    preforked = prefork(config, executor, shareable=shareable) if PROCESS_IS_OURS["value"] and not resume else None
+    try:
+        store = open_store(store_path, must_exist=resume is not None)
+    except BaseException:
+        if preforked is not None:
+            preforked.discard()
+        raise
     state: dict[str, Any] = {"run_id": resume, "task": None}
     progress = Progress(
         SpinnerColumn(),
@@ -377,6 +387,7 @@ def run_scan(
                     on_run=on_run,
                     executor=executor,
                     budget=budget,
+                    preforked=preforked,
                 )
             )
     except KeyboardInterrupt:
@@ -399,6 +410,8 @@ def run_scan(
         raise SystemExit(code) from None
     finally:
         store.close()
+        if preforked is not None:
+            preforked.discard()
     return state["run_id"]
 
 

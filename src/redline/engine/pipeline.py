@@ -38,7 +38,7 @@ from redline.engine.budget import Budget, MeteredGenerator, RequestShape, is_pau
 from redline.engine.config import ScanConfig
 from redline.engine.executors import ExecutorConfig
 from redline.engine.ray_executor import RayExecutor
-from redline.engine.shards import ShardExecutor, choose_processes
+from redline.engine.shards import Preforked, ShardExecutor, choose_processes
 from redline.errors import UsageError
 from redline.generators import Generator, get_generator
 from redline.generators.cache import CachedGenerator
@@ -346,6 +346,7 @@ async def scan(
     on_run: Callable[[str], None] | None = None,
     executor: ExecutorConfig | None = None,
     budget: Budget | None = None,
+    preforked: Preforked | None = None,
 ) -> str:
     """Run (or, with ``resume=RUN_ID``, continue) a scan; returns the run id.
 
@@ -356,6 +357,8 @@ async def scan(
 
     ``executor`` says where phases 2 and 3 run: in this process (the default) or on Ray actors
     (:mod:`redline.engine.ray_executor`); the store, phase 4 and the summary are the same either way.
+    When phases 2 and 3 run in worker processes (:mod:`redline.engine.shards`), the ``preforked``
+    ones are used first (:func:`redline.engine.shard_worker.prefork`); the caller discards the rest.
 
     With ``resume``, ``config`` is ``None`` or gives only what a resumed run may change: its
     ``concurrency`` and :data:`RESUME_GENERATOR_OPTIONS` in ``generator_options``.
@@ -392,6 +395,7 @@ async def scan(
             on_run=started,
             executor=executor or ExecutorConfig(),
             budget=budget if budget is not None and budget.limited else None,
+            preforked=preforked,
         )
     finally:
         for run_id in held:
@@ -409,6 +413,7 @@ async def _scan(
     on_run: Callable[[str], None],
     executor: ExecutorConfig,
     budget: Budget | None = None,
+    preforked: Preforked | None = None,
 ) -> str:
     """:func:`scan`, once the store is checked and the lock of ``run`` (a resumed run) is held."""
     records_versions = True
@@ -435,7 +440,9 @@ async def _scan(
         generator = get_generator(config.model, **config.generator_options)
     concurrency = config.concurrency or AttemptRunner.default_concurrency(generator)
     shareable = own_generator and budget is None
-    sharded = ShardExecutor(store_path=str(store.path), concurrency=concurrency, retry_errors=retry_errors)
+    sharded = ShardExecutor(
+        store_path=str(store.path), concurrency=concurrency, retry_errors=retry_errors, preforked=preforked
+    )
     probes: list[Probe] = []
     try:
         generator.preflight()  # a missing file or package: stop before a run is created

@@ -1,7 +1,8 @@
 """A scan's worker process (see :mod:`redline.engine.shards`): runs one shard of a run's attempts.
 
 Started by :class:`~redline.engine.shards.ShardExecutor` as
-``python -P -c "from redline.engine.shard_worker import main; main()"``. It reads a JSON line
+``python -P -c "from redline.engine.shard_worker import main; main()"``, or forked by
+:func:`prefork` to run :func:`main`. It reads a JSON line
 on its standard input (the store's path, the run's configuration, the shard, its concurrency),
 builds the probes, generator and detectors, reads a second line (``{"run_id": …}``: the run,
 created meanwhile), runs the shard with :func:`redline.engine.pipeline.run_shard`, and writes
@@ -24,16 +25,23 @@ import json
 import os
 import signal
 import sys
+import threading
 from typing import IO, Any
 
+from redline.detectors import detectors
 from redline.engine.config import ScanConfig
-from redline.engine.pipeline import run_shard
+from redline.engine.executors import ExecutorConfig
+from redline.engine.pipeline import get_probe_class, run_shard
+from redline.engine.shards import Preforked, choose_processes
 from redline.errors import RedlineError
 from redline.eventloop import run_async
+from redline.generators import get_generator
 from redline.lve.isolation import CheckerLimits, configure_shared_pool
+from redline.probes import resolve_probes
+from redline.probes.runner import AttemptRunner
 from redline.store import Store
 
-__all__ = ["REPORT_EVERY", "main"]
+__all__ = ["REPORT_EVERY", "main", "prefork"]
 
 #: Seconds between two progress lines.
 REPORT_EVERY = 0.05
@@ -70,7 +78,9 @@ async def _shard(channel: _Channel) -> None:
     assert main_task is not None
     loop.add_signal_handler(signal.SIGTERM, main_task.cancel)
     reader = asyncio.StreamReader(limit=1 << 24)
-    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
+    # descriptor 0, not sys.stdin: a forked worker's sys.stdin is the scan process's (None when closed)
+    stdin = open(0, "rb", 0, closefd=False)  # noqa: SIM115 - its transport closes it
+    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), stdin)
     line = await reader.readline()
     if not line:
         raise asyncio.CancelledError  # the scan's process is gone already
@@ -130,3 +140,38 @@ def main() -> None:
     with contextlib.suppress(OSError):
         channel.out.close()
     sys.exit(code)
+
+
+def prefork(config: ScanConfig | None, executor: ExecutorConfig | None, *, shareable: bool) -> Preforked | None:
+    """Fork now the worker processes a scan of ``config`` would start (see
+    :mod:`redline.engine.shards`): as many as :func:`~redline.engine.shards.choose_processes`
+    chooses before the attempts are counted; a scan that turns out small discards them.
+
+    For the console script, before it opens the store and starts its event loop: ``None`` (the
+    workers, if any, are started as new interpreters) off Linux, in a process with more than one
+    thread, without a ``config`` (a resumed run), or where the model cannot be built (the scan
+    then says why)."""
+    if config is None or not sys.platform.startswith("linux") or threading.active_count() != 1:
+        return None
+    try:
+        generator = get_generator(config.model, **config.generator_options)
+        concurrency = config.concurrency or AttemptRunner.default_concurrency(generator)
+        count = choose_processes(executor or ExecutorConfig(), generator, concurrency, None, shareable=shareable)
+        if count > 1:
+            _import_detectors(config)
+    except Exception:  # the scan builds it again and reports the error in its own words
+        return None
+    return Preforked.fork(count, main) if count > 1 else None
+
+
+def _import_detectors(config: ScanConfig) -> None:
+    """Import the modules of the detectors the selected probes recommend, so that forked workers
+    start with them: a detector's module may build large tables when imported (the refusal
+    patterns of :mod:`redline.detectors.refusal` take about 70 ms of CPU)."""
+    selection = "dataset.Prompts" if config.dataset is not None and config.probes is None else config.probes
+    if selection is None:
+        return
+    for name in resolve_probes(selection):
+        for detector in get_probe_class(name).recommended_detectors:
+            if detector in detectors:
+                detectors.load(detector)
