@@ -16,13 +16,15 @@ latency and fault rate, then in the same run:
 
    timed as a whole process (start-up, probes, generation, detection, store, phase 4, summary),
    with its peak RSS: of all its processes together (the scan's worker processes, sampled every
-   50 ms) and of the largest one (``os.wait4`` of that child).
+   50 ms) and of the largest one (``os.wait4`` of that child); and the peak of their proportional
+   set size together (sampled every 250 ms), which counts once the pages a forked worker still
+   shares with the scan's process.
 
 It prints a Markdown table: the CLI's attempts/s over its whole process and over its scan phase
 (the rate its own last progress line reports: from the first attempt to the last one stored,
 without start-up and phase 4), the ceiling's requests/s (the better of one loop before and one
 after the CLI: the machine may be shared) and the ratios, the
-ratio to the ideal ``concurrency / latency`` when a latency is set, peak RSS, and what the store
+ratio to the ideal ``concurrency / latency`` when a latency is set, peak RSS and PSS, and what the store
 holds (attempts, errored), with the exact command of each case.
 
     python bench/bench_throughput.py                      # the suite below, one table
@@ -339,19 +341,41 @@ def _tree_rss(pid: int) -> int:
     return total
 
 
+def _tree_pss(pid: int) -> int:
+    """Bytes of proportional set size of process ``pid`` and its children, now: each page shared
+    by N of them counted 1/N in each (a forked worker shares the pages it has not written to with
+    the scan's process, which the sum of their RSS counts twice). 0 where not known (not Linux)."""
+    total = 0
+    try:
+        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+        for each in [str(pid), *children]:
+            for line in Path(f"/proc/{each}/smaps_rollup").read_text().splitlines():
+                if line.startswith("Pss:"):
+                    total += int(line.split()[1]) * 1024
+                    break
+    except (OSError, ValueError, IndexError):
+        pass
+    return total
+
+
 class TreeMemory:
     """The peak of the resident memory of a process and its children together (a scan's worker
-    processes), sampled every 50 ms on a thread of this process."""
+    processes), sampled on a thread of this process: the sum of their RSS every 50 ms (:attr:`peak`),
+    and of their proportional set size every 250 ms (:attr:`peak_pss`: reading it costs more)."""
 
     def __init__(self, pid: int) -> None:
-        self.pid, self.peak = pid, 0
+        self.pid, self.peak, self.peak_pss = pid, 0, 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._watch, daemon=True)
         self._thread.start()
 
     def _watch(self) -> None:
+        tick = 0
         while not self._stop.wait(0.05):
             self.peak = max(self.peak, _tree_rss(self.pid))
+            tick += 1
+            if tick % 5 == 0:
+                self.peak_pss = max(self.peak_pss, _tree_pss(self.pid))
 
     def stop(self) -> int:
         self._stop.set()
@@ -387,6 +411,7 @@ def run_cli(base_url: str, dataset: Path, store: Path, concurrency: int, fault_r
         "wall_s": wall,
         "peak_rss_mb": max(usage.ru_maxrss * 1024, tree_peak) / 2**20,
         "largest_process_rss_mb": usage.ru_maxrss / 1024,
+        "peak_pss_mb": memory.peak_pss / 2**20,
         "scan_rate": float(phase.group(1)) if phase else None,
         "command": f"OPENAI_API_KEY=dummy {shown}",
     }
@@ -444,8 +469,8 @@ def measure(attempts: int, latency_ms: float, concurrency: int, fault_rate: floa
 HEADER = (
     "| case | prompts | latency | c | redline scan (whole process) | ratio to aiohttp | scan phase | ratio "
     "| bare aiohttp | bare aiohttp on uvloop | ratio to it | ideal c/latency | whole process to ideal "
-    "| peak RSS, all processes (largest) | stored (errored) |\n"
-    "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+    "| peak RSS, all processes (largest) | peak PSS, all processes | stored (errored) |\n"
+    "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
 )
 
 
@@ -458,12 +483,14 @@ def row(title: str, r: dict) -> str:
 
     stored = f"{r['stored']:,} ({r['errored']})" if "stored" in r else f"exit {r['exit']}"
     scan = f"{r['scan_rate']:,.0f} att/s" if r.get("scan_rate") else "–"
+    pss = f"{r['peak_pss_mb']:.0f} MB" if r.get("peak_pss_mb") else "–"
     return (
         f"| {title} | {r['attempts']:,} | {r['latency_ms']:g} ms | {r['concurrency']} | "
         f"{r['cli_rate']:,.0f} att/s ({r['wall_s']:.1f} s) | {ratio('ratio_to_aiohttp')} | {scan} | "
         f"{ratio('scan_ratio_to_aiohttp')} | {rate('aiohttp_rate', ' req/s')} | "
         f"{rate('aiohttp_uvloop_rate', ' req/s')} | {ratio('ratio_to_aiohttp_uvloop')} | "
-        f"{rate('ideal_rate')} | {ratio('ratio_to_ideal')} | {r['peak_rss_mb']:.0f} MB ({r['largest_process_rss_mb']:.0f} MB) | {stored} |"
+        f"{rate('ideal_rate')} | {ratio('ratio_to_ideal')} | {r['peak_rss_mb']:.0f} MB ({r['largest_process_rss_mb']:.0f} MB) | "
+        f"{pss} | {stored} |"
     )
 
 
