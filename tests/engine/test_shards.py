@@ -18,7 +18,7 @@ import pytest
 
 from helpers.mock_openai import MockOpenAI
 from helpers.stored_rows import comparable, rows
-from redline.engine import ScanConfig, scan
+from redline.engine import ScanConfig, scan, shard_worker
 from redline.engine.executors import ExecutorConfig, ExecutorError
 from redline.engine.pipeline import attempt_sources, attempts_to_run, build_probes
 from redline.engine.shard_worker import prefork
@@ -28,6 +28,7 @@ from redline.engine.shards import (
     ScanWorkerError,
     ShardExecutor,
     choose_processes,
+    one_thread,
     shard_config,
 )
 from redline.generators import GeneratorUnavailable, get_generator
@@ -412,7 +413,7 @@ def test_fork_refuses_a_process_with_threads() -> None:
 def test_prefork_forks_nothing_where_the_scan_would_not_use_workers(monkeypatch) -> None:
     forked: list[int] = []
     monkeypatch.setattr(Preforked, "fork", classmethod(lambda cls, count, entry: forked.append(count)))
-    monkeypatch.setattr(threading, "active_count", lambda: 1)
+    monkeypatch.setattr(shard_worker, "one_thread", lambda: True)
     monkeypatch.setenv("OPENAI_API_KEY", "k")
     remote = ScanConfig(model="openai:m", probes="encoding.Base64", concurrency=64)
     assert prefork(None, None, shareable=True) is None  # a resumed run: its model is in the store
@@ -423,6 +424,18 @@ def test_prefork_forks_nothing_where_the_scan_would_not_use_workers(monkeypatch)
     assert forked == []
     prefork(remote, ExecutorConfig(processes=3), shareable=True)
     assert forked == [3]
-    monkeypatch.setattr(threading, "active_count", lambda: 2)
+    monkeypatch.setattr(shard_worker, "one_thread", lambda: False)
     assert prefork(remote, ExecutorConfig(processes=3), shareable=True) is None
     assert forked == [3]
+
+
+def test_one_thread_counts_native_threads_too(monkeypatch) -> None:
+    monkeypatch.setattr(threading, "active_count", lambda: 1)
+    tasks = ["1"]
+    monkeypatch.setattr(os, "listdir", lambda path: tasks if path == "/proc/self/task" else [])
+    assert one_thread()
+    tasks.append("2")  # a thread Python does not know of (a native library's)
+    assert not one_thread()
+    monkeypatch.setattr(threading, "active_count", lambda: 2)
+    tasks.pop()
+    assert not one_thread()

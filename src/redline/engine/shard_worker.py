@@ -25,14 +25,13 @@ import json
 import os
 import signal
 import sys
-import threading
 from typing import IO, Any
 
 from redline.detectors import detectors
 from redline.engine.config import ScanConfig
 from redline.engine.executors import ExecutorConfig
 from redline.engine.pipeline import get_probe_class, run_shard
-from redline.engine.shards import Preforked, choose_processes
+from redline.engine.shards import Preforked, choose_processes, one_thread
 from redline.errors import RedlineError
 from redline.eventloop import run_async
 from redline.generators import get_generator
@@ -151,7 +150,7 @@ def prefork(config: ScanConfig | None, executor: ExecutorConfig | None, *, share
     workers, if any, are started as new interpreters) off Linux, in a process with more than one
     thread, without a ``config`` (a resumed run), or where the model cannot be built (the scan
     then says why)."""
-    if config is None or not sys.platform.startswith("linux") or threading.active_count() != 1:
+    if config is None or not sys.platform.startswith("linux") or not one_thread():
         return None
     try:
         generator = get_generator(config.model, **config.generator_options)

@@ -198,6 +198,17 @@ class _Forked:
         return await asyncio.shield(self._waiting)
 
 
+def one_thread() -> bool:
+    """Whether this process runs one thread only: Python's own count, and on Linux the kernel's
+    (a library's native threads count too)."""
+    if threading.active_count() != 1:
+        return False
+    try:
+        return len(os.listdir("/proc/self/task")) == 1
+    except OSError:  # not Linux
+        return True
+
+
 def _run_forked(entry: Callable[[], None], stdin: int, stdout: int, others: list[int]) -> NoReturn:
     """The forked worker: its pipes as standard input and output, a session of its own, then
     ``entry``; it never returns into the code that forked it, and runs none of its exit handlers."""
@@ -234,7 +245,7 @@ class Preforked:
         """Fork ``count`` processes that run ``entry`` (a worker's ``main``) with a pipe as standard
         input and one as standard output. Only from a process with one thread: a fork copies the
         calling thread alone, and a lock another thread held would stay held in the child."""
-        if threading.active_count() != 1:
+        if not one_thread():
             raise RuntimeError("Preforked.fork needs a process with one thread")
         sys.stdout.flush()
         sys.stderr.flush()
