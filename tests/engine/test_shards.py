@@ -398,6 +398,38 @@ def test_forked_workers_run_their_entry_on_their_own_pipes_and_exit_with_its_cod
     assert result["gone"]  # the one not taken: killed and reaped by discard()
 
 
+FORK_FAILS_SCRIPT = """
+import json, os
+from redline.engine.shards import Preforked
+
+fds = sorted(os.listdir("/proc/self/fd"))
+real, calls = os.fork, []
+
+def fork():  # the system forks once, then no more
+    calls.append(1)
+    if len(calls) == 2:
+        raise OSError(11, "Resource temporarily unavailable")
+    return real()
+
+os.fork = fork
+try:
+    Preforked.fork(3, lambda: os.read(0, 1))
+    raised = False
+except OSError:
+    raised = True
+me = os.getpid()
+children = open(f"/proc/{me}/task/{me}/children").read().split()
+print(json.dumps({"raised": raised, "children": children, "same_fds": sorted(os.listdir("/proc/self/fd")) == fds}))
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="forked workers are for Linux")
+def test_a_fork_that_fails_leaves_no_worker_and_no_pipe_behind() -> None:
+    done = subprocess.run([sys.executable, "-c", FORK_FAILS_SCRIPT], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == {"raised": True, "children": [], "same_fds": True}
+
+
 def test_fork_refuses_a_process_with_threads() -> None:
     stop = threading.Event()
     thread = threading.Thread(target=stop.wait)

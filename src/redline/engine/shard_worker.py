@@ -160,7 +160,12 @@ def prefork(config: ScanConfig | None, executor: ExecutorConfig | None, *, share
             _import_detectors(config)
     except Exception:  # the scan builds it again and reports the error in its own words
         return None
-    return Preforked.fork(count, main) if count > 1 else None
+    if count <= 1:
+        return None
+    try:
+        return Preforked.fork(count, main)
+    except OSError:  # no more processes now: the scan starts its workers itself, or says why not
+        return None
 
 
 def _import_detectors(config: ScanConfig) -> None:

@@ -243,25 +243,32 @@ class Preforked:
     @classmethod
     def fork(cls, count: int, entry: Callable[[], None]) -> Preforked:
         """Fork ``count`` processes that run ``entry`` (a worker's ``main``) with a pipe as standard
-        input and one as standard output. Only from a process with one thread: a fork copies the
-        calling thread alone, and a lock another thread held would stay held in the child."""
+        input and one as standard output. Only from a process with one thread (``RuntimeError``
+        otherwise): a fork copies the calling thread alone, and a lock another thread held would
+        stay held in the child. ``OSError`` when the system forks no more, with none left behind."""
         if not one_thread():
             raise RuntimeError("Preforked.fork needs a process with one thread")
         sys.stdout.flush()
         sys.stderr.flush()
-        children: list[_Forked] = []
+        forked = cls([])
         ours: list[int] = []
         for _ in range(count):
             child_in, to_child = os.pipe()
             from_child, child_out = os.pipe()
-            pid = os.fork()
+            try:
+                pid = os.fork()
+            except OSError:  # no more processes: none of these is left behind
+                for fd in (child_in, to_child, from_child, child_out):
+                    os.close(fd)
+                forked.discard()
+                raise
             if pid == 0:  # pragma: no cover - the child (tested through the console script)
                 _run_forked(entry, child_in, child_out, [to_child, from_child, *ours])
             os.close(child_in)
             os.close(child_out)
             ours += [to_child, from_child]
-            children.append(_Forked(pid, to_child, from_child))
-        return cls(children)
+            forked._children.append(_Forked(pid, to_child, from_child))
+        return forked
 
     def __len__(self) -> int:
         return len(self._children)
