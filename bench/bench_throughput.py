@@ -23,20 +23,22 @@ latency and fault rate, then in the same run:
 It prints a Markdown table: the CLI's attempts/s over its whole process and over its scan phase
 (the rate its own last progress line reports: from the first attempt to the last one stored,
 without start-up and phase 4), the ceiling's requests/s (the better of one loop before and one
-after the CLI: the machine may be shared) and the ratios, the
-ratio to the ideal ``concurrency / latency`` when a latency is set, peak RSS and PSS, and what the store
-holds (attempts, errored), with the exact command of each case.
+after the CLI: the machine may be shared) and the ratios, the ratio to the ideal
+``concurrency / latency`` when a latency is set, peak RSS and PSS, and what the store holds
+(attempts, errored), with the exact command of each case. With ``--repeat N`` the case's scan
+runs N times between the loops: the figures are the run of median wall time's, and the
+whole-process ratio is followed by the range of every run's (this machine's timings vary by
+10-20% from one run to the next).
 
     python bench/bench_throughput.py                      # the suite below, one table
-    python bench/bench_throughput.py --attempts 3000 --latency-ms 200 --concurrency 64 [--fault-rate 0.05]
+    python bench/bench_throughput.py --attempts 3000 --latency-ms 200 --concurrency 64 [--fault-rate 0.05] [--repeat 3]
 
-The suite: 3,000 and 30,000 prompts at 0 ms (target ≥ 0.5 of the aiohttp loop: the whole process
-includes about half a second of start-up and summary, which 3,000 prompts at 0 ms do not
-amortise); 5,000 prompts at 200 ms and
-concurrency 64 (target ≥ 0.9 of the ideal 320/s); 10,000 and 100,000 prompts at 0 ms (peak RSS
-flat, 100,000 under 300 MB); 3,000 prompts with 5% injected 500/429 answers (every attempt
-stored, none errored after retries). This is a benchmark, not a test: the figures depend on the
-machine and on what else runs on it.
+The suite: 3,000 and 30,000 prompts at 0 ms, three scans each (target ≥ 0.5 of the aiohttp
+loop: the whole process includes start-up and summary, which 3,000 prompts at 0 ms do not
+amortise); 5,000 prompts at 200 ms and concurrency 64 (target ≥ 0.9 of the ideal 320/s); 10,000
+(three scans) and 100,000 prompts at 0 ms (peak RSS flat, 100,000 under 300 MB); 3,000 prompts
+with 5% injected 500/429 answers (every attempt stored, none errored after retries). This is a
+benchmark, not a test: the figures depend on the machine and on what else runs on it.
 """
 
 from __future__ import annotations
@@ -429,7 +431,10 @@ def stored_counts(store: Path) -> tuple[int, int]:
         db.close()
 
 
-def measure(attempts: int, latency_ms: float, concurrency: int, fault_rate: float) -> dict:
+def measure(attempts: int, latency_ms: float, concurrency: int, fault_rate: float, repeat: int = 1) -> dict:
+    """One case: the bare loops before and after, and ``repeat`` scans between them (each into a
+    store of its own); the scan of median wall time is the result, with every run's wall time in
+    ``walls``."""
     with MockServer(latency_ms, fault_rate) as server, tempfile.TemporaryDirectory() as tmp:
         dataset = Path(tmp) / "prompts.jsonl"
         write_dataset(dataset, attempts)
@@ -443,7 +448,13 @@ def measure(attempts: int, latency_ms: float, concurrency: int, fault_rate: floa
         loops = not fault_rate  # a fault would stop the bare loops: they do not retry
         if loops:
             before = bare_loops(server.base_url, loop_requests, concurrency, with_others=latency_ms == 0)
-        cli = run_cli(server.base_url, dataset, Path(tmp) / "bench.db", concurrency, fault_rate)
+        runs = []
+        for index in range(repeat):
+            store = Path(tmp) / ("bench.db" if index == 0 else f"bench-{index}.db")
+            runs.append((run_cli(server.base_url, dataset, store, concurrency, fault_rate), store))
+        cli, store = sorted(runs, key=lambda run: run[0]["wall_s"])[len(runs) // 2]
+        cli["command"] = runs[0][0]["command"]
+        result["walls"] = [run["wall_s"] for run, _ in runs]
         if loops:  # before and after the CLI: the better of the two (the machine may be shared)
             after = bare_loops(server.base_url, loop_requests, concurrency, with_others=False)
             result["loops"] = {k: max(v, after.get(k, 0.0)) for k, v in before.items()}
@@ -452,10 +463,11 @@ def measure(attempts: int, latency_ms: float, concurrency: int, fault_rate: floa
                 result["aiohttp_uvloop_rate"] = result["loops"]["aiohttp-uvloop"]
         result.update(cli)
         if cli["exit"] == 0:
-            result["stored"], result["errored"] = stored_counts(Path(tmp) / "bench.db")
+            result["stored"], result["errored"] = stored_counts(store)
     result["cli_rate"] = attempts / result["wall_s"]
     if "aiohttp_rate" in result:
         result["ratio_to_aiohttp"] = result["cli_rate"] / result["aiohttp_rate"]
+        result["ratios_to_aiohttp"] = [attempts / wall / result["aiohttp_rate"] for wall in result["walls"]]
         if result.get("scan_rate"):
             result["scan_ratio_to_aiohttp"] = result["scan_rate"] / result["aiohttp_rate"]
     if "aiohttp_uvloop_rate" in result:
@@ -481,12 +493,16 @@ def row(title: str, r: dict) -> str:
     def ratio(key: str) -> str:
         return f"{r[key]:.2f}" if key in r else "–"
 
+    whole = ratio("ratio_to_aiohttp")
+    if len(r.get("ratios_to_aiohttp", [])) > 1:  # the median run's, and the range of every run's
+        whole += f" ({min(r['ratios_to_aiohttp']):.2f}–{max(r['ratios_to_aiohttp']):.2f})"
+
     stored = f"{r['stored']:,} ({r['errored']})" if "stored" in r else f"exit {r['exit']}"
     scan = f"{r['scan_rate']:,.0f} att/s" if r.get("scan_rate") else "–"
     pss = f"{r['peak_pss_mb']:.0f} MB" if r.get("peak_pss_mb") else "–"
     return (
         f"| {title} | {r['attempts']:,} | {r['latency_ms']:g} ms | {r['concurrency']} | "
-        f"{r['cli_rate']:,.0f} att/s ({r['wall_s']:.1f} s) | {ratio('ratio_to_aiohttp')} | {scan} | "
+        f"{r['cli_rate']:,.0f} att/s ({r['wall_s']:.1f} s) | {whole} | {scan} | "
         f"{ratio('scan_ratio_to_aiohttp')} | {rate('aiohttp_rate', ' req/s')} | "
         f"{rate('aiohttp_uvloop_rate', ' req/s')} | {ratio('ratio_to_aiohttp_uvloop')} | "
         f"{rate('ideal_rate')} | {ratio('ratio_to_ideal')} | {r['peak_rss_mb']:.0f} MB ({r['largest_process_rss_mb']:.0f} MB) | "
@@ -495,10 +511,13 @@ def row(title: str, r: dict) -> str:
 
 
 SUITE = [
-    ("0 ms (target ≥ 0.5 of aiohttp)", ["--attempts", "3000", "--latency-ms", "0", "--concurrency", "64"]),
-    ("0 ms, 30,000 prompts", ["--attempts", "30000", "--latency-ms", "0", "--concurrency", "64"]),
+    (
+        "0 ms (target ≥ 0.5 of aiohttp)",
+        ["--attempts", "3000", "--latency-ms", "0", "--concurrency", "64", "--repeat", "3"],
+    ),
+    ("0 ms, 30,000 prompts", ["--attempts", "30000", "--latency-ms", "0", "--concurrency", "64", "--repeat", "3"]),
     ("200 ms (target ≥ 0.9 of 320/s)", ["--attempts", "5000", "--latency-ms", "200", "--concurrency", "64"]),
-    ("memory, 10,000", ["--attempts", "10000", "--latency-ms", "0", "--concurrency", "64"]),
+    ("memory, 10,000", ["--attempts", "10000", "--latency-ms", "0", "--concurrency", "64", "--repeat", "3"]),
     ("memory, 100,000 (target < 300 MB)", ["--attempts", "100000", "--latency-ms", "0", "--concurrency", "64"]),
     (
         "5% faults (500/429)",
@@ -518,6 +537,7 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=64)
     parser.add_argument("--fault-rate", type=float, default=0.0)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--repeat", type=int, default=1, help="scans of the case (the median's figures are shown)")
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--json", action="store_true", help="print each result as JSON")
     args = parser.parse_args()
@@ -528,6 +548,7 @@ def main() -> None:
     if args.attempts is not None:
         case = ["--attempts", str(args.attempts), "--latency-ms", str(args.latency_ms)]
         case += ["--concurrency", str(args.concurrency), "--fault-rate", str(args.fault_rate)]
+        case += ["--repeat", str(args.repeat)] if args.repeat > 1 else []
         cases = [(f"{args.attempts} prompts", case)]
     if not args.json:
         print(HEADER, flush=True)
@@ -539,6 +560,7 @@ def main() -> None:
             float(options["--latency-ms"]),
             int(options["--concurrency"]),
             float(options.get("--fault-rate", 0)),
+            int(options.get("--repeat", 1)),
         )
         if result["exit"] != 0:
             print(f"{title}: redline exited {result['exit']}\n{result['stderr']}", file=sys.stderr, flush=True)
