@@ -28,7 +28,8 @@ after the CLI: the machine may be shared) and the ratios, the ratio to the ideal
 (attempts, errored), with the exact command of each case. With ``--repeat N`` the case's scan
 runs N times between the loops: the figures are the run of median wall time's, and the
 whole-process ratio is followed by the range of every run's (this machine's timings vary by
-10-20% from one run to the next).
+10-20% from one run to the next). redline's modules are compiled to bytecode first, as an
+installed package's are.
 
     python bench/bench_throughput.py                      # the suite below, one table
     python bench/bench_throughput.py --attempts 3000 --latency-ms 200 --concurrency 64 [--fault-rate 0.05] [--repeat 3]
@@ -45,6 +46,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib.util
 import json
 import os
 import random
@@ -385,6 +387,15 @@ class TreeMemory:
         return self.peak
 
 
+def compile_bytecode() -> None:
+    """Compile redline's modules to bytecode, as ``pip install`` does for a package (an editable
+    install leaves it to the first run): otherwise the first scan measured compiles them, and with
+    ``PYTHONDONTWRITEBYTECODE`` set every scan would."""
+    package = Path(importlib.util.find_spec("redline").origin).parent  # type: ignore[arg-type, union-attr]
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(package)], env=env, check=False)
+
+
 def run_cli(base_url: str, dataset: Path, store: Path, concurrency: int, fault_rate: float) -> dict:
     """Run ``redline scan`` on ``dataset``; its wall time and peak RSS: of all its processes
     together (sampled), and of the largest one (``os.wait4``)."""
@@ -392,7 +403,8 @@ def run_cli(base_url: str, dataset: Path, store: Path, concurrency: int, fault_r
     args += ["--dataset", str(dataset), "--store", str(store)]
     if fault_rate:  # short backoff: the mock's faults are not an overloaded server
         args += ["--max-retries", "8", "--gen-opt", "backoff_base=0.02", "--gen-opt", "backoff_cap=0.5"]
-    env = dict(os.environ, OPENAI_API_KEY="dummy")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}  # as a user runs it
+    env["OPENAI_API_KEY"] = "dummy"
     started = time.perf_counter()
     proc = subprocess.Popen(
         redline_command() + args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
@@ -544,6 +556,7 @@ def main() -> None:
     if args.serve:
         asyncio.run(serve(args.latency_ms, args.fault_rate, args.seed))
         return
+    compile_bytecode()
     cases = SUITE
     if args.attempts is not None:
         case = ["--attempts", str(args.attempts), "--latency-ms", str(args.latency_ms)]
