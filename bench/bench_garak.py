@@ -64,7 +64,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_throughput import MockServer, redline_command, stored_counts
+from bench_throughput import MockServer, compile_bytecode, redline_command, stored_counts
 
 SHARED = ("Base64", "Base32", "Hex", "ROT13", "Morse")
 GARAK_PROBES = ",".join(f"encoding.Inject{name}" for name in SHARED)
@@ -159,7 +159,8 @@ def redline_items(probes: str) -> int:
 def run_redline(model: list[str], probes: str, options: list[str], tmp: Path, timeout: float) -> dict:
     store = tmp / "redline.db"
     args = ["scan", *model, "-p", probes, *options, "--store", str(store)]
-    env = dict(os.environ, OPENAI_API_KEY="dummy", HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}  # as a user runs it
+    env.update(OPENAI_API_KEY="dummy", HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
     result = timed(redline_command() + args, env, tmp, timeout)
     if result["exit"] == 0:
         result["attempts"], result["errored"] = stored_counts(store)
@@ -287,6 +288,7 @@ def main() -> None:
     if not garak_available(args.garak_python):
         print(f"garak is not installed for {args.garak_python} (pip install 'redline[bench-garak]'): skipped")
         return
+    compile_bytecode()  # redline's modules, as an installed package has them (garak's were at its install)
     args.cap = args.prompt_cap or (2 if args.local else None)
     args.parallel_attempts = [int(p) for p in str(args.parallel_attempts).split(",") if p.strip()]
     with tempfile.TemporaryDirectory() as folder:
