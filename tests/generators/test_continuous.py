@@ -177,6 +177,36 @@ def test_a_row_that_ends_leaves_at_once_and_is_answered_before_the_others(model)
     assert collector.running_at_end["short"] == 1
 
 
+def test_a_row_that_ends_leaves_in_place_the_last_row_taking_its_place(model):
+    refs = {name: reference(model, PROMPTS[name]) for name in ("short", "medium", "long")}
+    # an end token the short prompt produces early and the others never do
+    eos = next(t for t in refs["short"][1:4] if t not in refs["medium"] and t not in refs["long"])
+    engine = batcher(model, max_rows=4, eos_ids=[eos])
+    steps: list[tuple[tuple[int, list[str]], tuple[int, list[str]]]] = []  # (pointer, rows) around each step
+
+    def state() -> tuple[int, list[str]]:
+        return engine._cache.layers[0].buffers[0].data_ptr(), [row.request.name for row in engine._rows]
+
+    watch_decoding(
+        engine, before=lambda: steps.append((state(), state())), after=lambda: steps.append((steps.pop()[0], state()))
+    )
+    collector = Collector(3)
+    for name in ("short", "medium", "long"):  # all waiting before the worker starts: one prefill
+        request = collector.request(name, PROMPTS[name], engine=engine)
+        request.name = name
+        engine.submit(request)
+    engine.start()
+    try:
+        collector.wait()
+    finally:
+        engine.stop()
+    assert collector.results["short"] == [reference(model, PROMPTS["short"], eos=eos)]
+    assert collector.results["medium"] == [refs["medium"]] and collector.results["long"] == [refs["long"]]
+    before, after = next(step for step in steps if len(step[1][1]) < len(step[0][1]))
+    assert before[1] == ["short", "medium", "long"] and after[1] == ["long", "medium"]
+    assert after[0] == before[0]  # the last row moved into the first place: no new buffer
+
+
 def test_never_more_rows_than_max_rows_and_waiting_requests_take_free_places(model):
     engine = batcher(model, max_rows=2)
     seen = []

@@ -96,15 +96,16 @@ def _growing_layer(base: type) -> type:
             keys, values = self.keys, self.values
             have = keys.shape[-2] if keys.dim() == 4 else 0
             need = have + key_states.shape[-2]
+            rows = key_states.shape[0]
             buffers = self.buffers
             if (
                 buffers is None
                 or have == 0
                 or buffers[0].data_ptr() != keys.data_ptr()
                 or buffers[0].shape[-2] < need
-                or buffers[0].shape[0] != key_states.shape[0]
+                or buffers[0].shape[0] < rows  # rows that left keep their room (see _remove_rows)
             ):
-                rows, heads, _, width = key_states.shape
+                _, heads, _, width = key_states.shape
                 fresh = (
                     key_states.new_empty((rows, heads, need + GROWTH, width)),
                     value_states.new_empty((rows, heads, need + GROWTH, value_states.shape[-1])),
@@ -113,9 +114,9 @@ def _growing_layer(base: type) -> type:
                     fresh[0][:, :, :have] = keys
                     fresh[1][:, :, :have] = values
                 self.buffers = buffers = fresh
-            buffers[0][:, :, have:need] = key_states
-            buffers[1][:, :, have:need] = value_states
-            self.keys, self.values = buffers[0][:, :, :need], buffers[1][:, :, :need]
+            buffers[0][:rows, :, have:need] = key_states
+            buffers[1][:rows, :, have:need] = value_states
+            self.keys, self.values = buffers[0][:rows, :, :need], buffers[1][:rows, :, :need]
             return self.keys, self.values
 
     return GrowingLayer
@@ -291,6 +292,47 @@ class ContinuousBatcher:
             if not request.failed:
                 request.failed = True
                 request.on_error(exc)
+
+    def _removable(self, keep: list[int]) -> bool:
+        """Whether the rows not in ``keep`` can leave in place: every layer grows in place, and
+        the padding columns the kept rows no longer need are fewer than :data:`GROWTH` (more are
+        trimmed by a copy, which also bounds what attention reads)."""
+        if self._layer_class is None or self._cache is None:
+            return False
+        if not all(isinstance(layer, self._layer_class) and layer.buffers is not None for layer in self._cache.layers):
+            return False
+        used = self._mask[keep].any(dim=0).nonzero()
+        return (int(used[0]) if len(used) else 0) < GROWTH
+
+    def _remove_rows(self, keep: list[int]) -> None:
+        """Keep only the rows ``keep`` by moving the last kept rows into the places of those that
+        end, in every layer's buffer: a few rows copied, not the whole cache (which, at 76 rows of
+        300 positions of SmolLM2, is about 1 GB). The batch's rows change order; each row keeps
+        its own sampling generator, so what it draws does not."""
+        torch = self.torch
+        kept = set(keep)
+        order = list(range(len(self._rows)))
+        holes = [i for i in order if i not in kept]
+        # the last kept rows fill the holes below the new size; the holes above it are dropped
+        size = len(keep)
+        movers = [i for i in keep if i >= size]
+        targets = [i for i in holes if i < size]
+        for target, source in zip(targets, movers):
+            order[target] = source
+        order = order[:size]
+        moves = [(t, s) for t, s in zip(targets, movers)]
+        self._rows = [self._rows[i] for i in order]
+        index = torch.tensor(order, device=self.device)
+        self._mask, self._last = self._mask[index], self._last[index]
+        if moves:
+            to = torch.tensor([t for t, _ in moves], device=self.device)
+            fro = torch.tensor([s for _, s in moves], device=self.device)
+        for layer in self._cache.layers:
+            width = layer.keys.shape[-2]
+            for buffer in layer.buffers:
+                if moves:
+                    buffer[to, :, :width] = buffer[fro, :, :width]
+            layer.keys, layer.values = layer.buffers[0][:size, :, :width], layer.buffers[1][:size, :, :width]
 
     def _reset(self) -> None:
         self._rows, self._joining, self._cache, self._mask, self._last = [], [], None, None, None
@@ -523,11 +565,15 @@ class ContinuousBatcher:
     def _select(self, keep: list[int]) -> None:
         """Keep only the rows ``keep``; trim the padding columns no remaining row needs. Each
         layer's kept rows are copied once, into a new buffer with spare room (a growing layer
-        then writes the next steps there without copying again)."""
+        then writes the next steps there without copying again). Where few padding columns would
+        go, the rows that end are removed in place instead (:meth:`_remove_rows`)."""
         if not keep:
             self._reset()
             return
         torch = self.torch
+        if self._removable(keep):
+            self._remove_rows(keep)
+            return
         index = torch.tensor(keep, device=self.device)
         self._rows = [self._rows[i] for i in keep]
         self._mask, self._last = self._mask[index], self._last[index]
