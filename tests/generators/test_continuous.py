@@ -376,6 +376,30 @@ def test_a_prefill_pass_takes_a_bounded_number_of_prompt_tokens(model, monkeypat
     assert len(groups) >= 3 and all(size <= 12 or size == len(PROMPTS["long"]) for size in groups)
 
 
+def test_a_prefill_pass_takes_the_oldest_prompt_and_those_of_like_length(model, monkeypatch):
+    from redline.generators import continuous
+
+    monkeypatch.setattr(continuous, "PREFILL_TOKENS", 40)  # rows x the longest prompt of a pass
+    prompts = {"a": PROMPTS["long"], "b": PROMPTS["sixth"], "c": list(range(70, 86)), "d": PROMPTS["short"]}
+    engine = batcher(model, max_rows=8)
+    passes = []
+    original = engine._prefill
+    engine._prefill = lambda distinct: passes.append(sorted(map(len, distinct))) or original(distinct)
+    collector = Collector(len(prompts))
+    for name, ids in prompts.items():  # all waiting, in this order, before the worker starts
+        engine.submit(collector.request(name, ids))
+    engine.start()
+    try:
+        collector.wait()
+    finally:
+        engine.stop()
+    for name, ids in prompts.items():
+        assert collector.results[name] == [reference(model, ids)], name
+    # in arrival order one pass would be 4 rows as wide as the 17 tokens of "a": 68 positions,
+    # 30 of them padding; by length, "a" (the oldest) with "c", then "b" with "d": 40 positions
+    assert passes == [[16, 17], [2, 3]]
+
+
 @pytest.mark.parametrize("candidates", [256, 2])
 def test_nucleus_sampling_draws_the_nucleus_in_proportion(model, monkeypatch, candidates):
     """top_p 0.8 over probabilities .4 .3 .2 .1: the nucleus is the first three tokens, drawn
