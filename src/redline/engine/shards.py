@@ -270,9 +270,6 @@ class Preforked:
             forked._children.append(_Forked(pid, to_child, from_child))
         return forked
 
-    def __len__(self) -> int:
-        return len(self._children)
-
     def take(self, count: int) -> list[_Forked]:
         """Up to ``count`` of the workers, no longer this object's to discard."""
         taken, self._children = self._children[:count], self._children[count:]

@@ -320,17 +320,15 @@ class ContinuousBatcher:
         for target, source in zip(targets, movers):
             order[target] = source
         order = order[:size]
-        moves = [(t, s) for t, s in zip(targets, movers)]
         self._rows = [self._rows[i] for i in order]
         index = torch.tensor(order, device=self.device)
         self._mask, self._last = self._mask[index], self._last[index]
-        if moves:
-            to = torch.tensor([t for t, _ in moves], device=self.device)
-            fro = torch.tensor([s for _, s in moves], device=self.device)
+        to = torch.tensor(targets, device=self.device)  # as many as movers: the holes below the new size
+        fro = torch.tensor(movers, device=self.device)
         for layer in self._cache.layers:
             width = layer.keys.shape[-2]
-            for buffer in layer.buffers:
-                if moves:
+            if movers:
+                for buffer in layer.buffers:
                     buffer[to, :, :width] = buffer[fro, :, :width]
             layer.keys, layer.values = layer.buffers[0][:size, :, :width], layer.buffers[1][:size, :, :width]
 
