@@ -471,3 +471,16 @@ def test_one_thread_counts_native_threads_too(monkeypatch) -> None:
     monkeypatch.setattr(threading, "active_count", lambda: 2)
     tasks.pop()
     assert not one_thread()
+
+
+def test_prefork_imports_the_detectors_of_the_probes_a_scan_selects(monkeypatch) -> None:
+    loaded: list[str] = []
+    monkeypatch.setattr(shard_worker.detectors, "load", lambda name: loaded.append(name))
+    shard_worker._import_detectors(ScanConfig(model="openai:m"))  # the default probes
+    assert "refusal.Compliance" in loaded
+    loaded.clear()
+    shard_worker._import_detectors(ScanConfig(model="openai:m", dataset="prompts.jsonl"))
+    assert loaded == ["refusal.Compliance"]  # dataset.Prompts' own
+    loaded.clear()
+    shard_worker._import_detectors(ScanConfig(model="openai:m", lve_paths=["lves/"]))  # LVEs only
+    assert loaded == []

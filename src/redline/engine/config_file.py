@@ -512,8 +512,7 @@ def build_executor_config(file_values: dict[str, Any], cli_values: dict[str, Any
         if flags:
             raise UsageError(f"{', '.join(flags)} {'needs' if len(flags) == 1 else 'need'} --executor ray")
         return ExecutorConfig(processes=processes)
-    if processes is not None:
-        raise UsageError("--processes applies to the local executor; with --executor ray use --workers")
     ray = {key: file_values[key] for key in RAY_OPTIONS if key in file_values and file_values.get("executor") == "ray"}
     ray.update({key: given[key] for key in RAY_OPTIONS if key in given})
-    return ExecutorConfig(kind="ray", **ray)  # checks the flags' values (the file's are checked already)
+    # checks the flags' values (the file's are checked already), and refuses --processes with Ray
+    return ExecutorConfig(kind="ray", processes=processes, **ray)

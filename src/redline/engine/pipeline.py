@@ -52,7 +52,16 @@ from redline.probes.lve import lve_probes
 from redline.probes.runner import AttemptRunner
 from redline.store import RUN_COMPLETE, RUN_INTERRUPTED, RUN_RUNNING, BatchWriter, RunRecord, Store
 
-__all__ = ["ScanConfig", "ScanError", "StoredAttempts", "attempts_to_run", "build_probes", "run_shard", "scan"]
+__all__ = [
+    "ScanConfig",
+    "ScanError",
+    "StoredAttempts",
+    "attempts_to_run",
+    "build_probes",
+    "run_shard",
+    "scan",
+    "selected_probe_names",
+]
 
 ProgressCallback = Callable[[str, int, int], None]
 """``progress(event, done, total)``: ``"loading"`` (the generator is starting), ``"start"``
@@ -97,12 +106,21 @@ def apply_judge(probes: list[Probe], judge: str) -> str:
     return name
 
 
+def selected_probe_names(config: ScanConfig) -> list[str] | None:
+    """The names of the registered probes a configuration selects, in order: ``probes``, else
+    ``dataset.Prompts`` for a dataset, else the default probes; ``None`` when only LVEs are
+    scanned."""
+    if config.probes is None and config.lve_paths and config.dataset is None:
+        return None
+    return resolve_probes("dataset.Prompts" if config.dataset is not None and config.probes is None else config.probes)
+
+
 def build_probes(config: ScanConfig) -> list[Probe]:
     """Instantiate the probes a configuration selects, in order (LVE probes last)."""
     probes: list[Probe] = []
-    if config.probes is not None or not config.lve_paths or config.dataset is not None:
-        selection = "dataset.Prompts" if config.dataset is not None and config.probes is None else config.probes
-        for name in resolve_probes(selection):
+    names = selected_probe_names(config)
+    if names is not None:
+        for name in names:
             options = dict(config.probe_options.get(name, {}))
             if config.dataset is not None and get_probe_class(name).accepts_dataset:
                 options.setdefault("dataset", config.dataset)

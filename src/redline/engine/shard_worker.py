@@ -30,13 +30,12 @@ from typing import IO, Any
 from redline.detectors import detectors
 from redline.engine.config import ScanConfig
 from redline.engine.executors import ExecutorConfig
-from redline.engine.pipeline import get_probe_class, run_shard
+from redline.engine.pipeline import get_probe_class, run_shard, selected_probe_names
 from redline.engine.shards import Preforked, choose_processes, one_thread
 from redline.errors import RedlineError
 from redline.eventloop import run_async
 from redline.generators import get_generator
 from redline.lve.isolation import CheckerLimits, configure_shared_pool
-from redline.probes import resolve_probes
 from redline.probes.runner import AttemptRunner
 from redline.store import Store
 
@@ -172,10 +171,7 @@ def _import_detectors(config: ScanConfig) -> None:
     """Import the modules of the detectors the selected probes recommend, so that forked workers
     start with them: a detector's module may build large tables when imported (the refusal
     patterns of :mod:`redline.detectors.refusal` take about 70 ms of CPU)."""
-    selection = "dataset.Prompts" if config.dataset is not None and config.probes is None else config.probes
-    if selection is None:
-        return
-    for name in resolve_probes(selection):
+    for name in selected_probe_names(config) or []:
         for detector in get_probe_class(name).recommended_detectors:
             if detector in detectors:
                 detectors.load(detector)
