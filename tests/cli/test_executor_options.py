@@ -114,7 +114,10 @@ def test_resume_takes_the_executor_flags(cli, seen, tmp_path):
             "error: --gpus-per-worker must be a whole number above 1 (fractions share one GPU), not 1.5",
         ),
         (("--executor", "ray", "--workers", "5000"), "error: --workers must be an integer from 1 to 1024, not 5000"),
-        (("--executor", "ray", "--gpus-per-worker", "nan"), "error: invalid value for '--gpus-per-worker'"),
+        (
+            ("--executor", "ray", "--gpus-per-worker", "nan"),
+            "error: --gpus-per-worker must be a number from 0 to 64, not nan",
+        ),
         (
             ("--executor", "ray", "--gpus-per-worker", "inf"),
             "error: --gpus-per-worker must be a number from 0 to 64, not inf",

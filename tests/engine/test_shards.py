@@ -19,6 +19,7 @@ import pytest
 from helpers.mock_openai import MockOpenAI
 from helpers.stored_rows import comparable, rows
 from redline.engine import ScanConfig, scan, shard_worker
+from redline.engine import pipeline as pipeline_module
 from redline.engine.executors import ExecutorConfig, ExecutorError
 from redline.engine.pipeline import attempt_sources, attempts_to_run, build_probes
 from redline.engine.shard_worker import prefork
@@ -148,13 +149,13 @@ def test_processes_belong_to_the_local_executor() -> None:
 def spawned(monkeypatch) -> list[list[int]]:
     """The process ids of the workers of each ShardExecutor started."""
     seen: list[list[int]] = []
-    original = ShardExecutor.start
+    original = ShardExecutor.keep
 
-    def start(self, config, count):
-        original(self, config, count)
+    async def keep(self, count):
+        await original(self, count)
         seen.append(self.pids)
 
-    monkeypatch.setattr(ShardExecutor, "start", start)
+    monkeypatch.setattr(ShardExecutor, "keep", keep)
     return seen
 
 
@@ -202,6 +203,28 @@ async def test_workers_store_what_one_process_stores(tmp_path, monkeypatch, spaw
     for pid in spawned[1]:  # the workers are gone
         with pytest.raises(ProcessLookupError):
             os.kill(pid, 0)
+
+
+async def test_workers_given_their_order_at_spawn_are_replaced_when_the_count_changes(
+    tmp_path, monkeypatch, spawned
+) -> None:
+    """The workers get their shard when they start; a count chosen differently once the attempts
+    are counted starts others with the new shards (every attempt stored once), and a count of 1
+    stops them all."""
+    monkeypatch.setenv("OPENAI_API_KEY", "k")
+
+    def choose(first: int, then: int):
+        return lambda executor, generator, concurrency, to_run, shareable: first if to_run is None else then
+
+    with MockOpenAI(responder=responder) as server:
+        store = Store(tmp_path / "s.db")
+        monkeypatch.setattr(pipeline_module, "choose_processes", choose(2, 3))
+        run_id = await scan(config_for(server), store)
+        monkeypatch.setattr(pipeline_module, "choose_processes", choose(2, 1))
+        alone = await scan(config_for(server), store)
+    assert len(spawned[0]) == 3 and len(spawned[1]) == 0
+    assert store.count_attempts(run_id) == 60 and store.count_attempts(alone) == 60
+    assert len(server.requests) == 60  # the second scan was answered from the cache, in this process
 
 
 async def test_an_error_in_a_worker_stops_the_scan_as_in_one_process(tmp_path, monkeypatch, spawned) -> None:

@@ -35,16 +35,18 @@ anywhere means "refused"), kept as the baseline the README compares with, and
 
 from __future__ import annotations
 
+import json
 import re
 import unicodedata
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cache, lru_cache
+from importlib import resources
 
 from redline.attempt import Attempt
 from redline.detectors.base import Detector, TextDetector, Validation
 from redline.detectors.judge import request_of
-from redline.detectors.regexgate import Prefiltered, gated, prefiltered
+from redline.detectors.regexgate import Analysis, Prefiltered, gated, prefiltered
 
 __all__ = [
     "COMPLIANCE_VALIDATION",
@@ -67,12 +69,43 @@ _MEMO_LONGEST = 500
 _MEMO_SIZE = 4096
 
 
+#: Where the analyses of this module's patterns are stored (in the package's data): reading the
+#: literal strings of ~90 alternatives and compiling them took ~70 ms of every scan's start.
+ANALYSES_FILE = "refusal_analyses.json"
+
+
+def _stored_analyses() -> dict[tuple[int, str], Analysis]:
+    """The :func:`~redline.detectors.regexgate.analyse` of each pattern of this module, as stored
+    (``tests/detectors/test_refusal_analyses.py`` checks them and writes them again); empty when
+    the file cannot be read: each pattern is then analysed when the module is imported."""
+    try:
+        data = json.loads(resources.files("redline.data").joinpath(ANALYSES_FILE).read_bytes())
+        return {
+            (int(entry["flags"]), str(entry["source"])): tuple(
+                (str(part), None if needles is None else tuple(map(str, needles))) for part, needles in entry["parts"]
+            )
+            for entry in data["patterns"]
+        }
+    except (OSError, ValueError, KeyError, TypeError, ModuleNotFoundError):
+        return {}
+
+
+_ANALYSES = _stored_analyses()
+#: The (flags, source) of every pattern :func:`_fast` built, in order.
+FAST_PATTERNS: list[tuple[int, str]] = []
+
+
 def _fast(source: str, flags: int = 0) -> Prefiltered:
     """The pattern ``source``, found many times faster with the same matches: behind tests for the
     literal strings its matches must contain, each alternative behind a first-character gate, its
     searches of short texts remembered (every sentence of every output meets these patterns; see
-    redline.detectors.regexgate)."""
-    return prefiltered(re.compile(source, flags), memo=_MEMO_SIZE, longest=_MEMO_LONGEST)
+    redline.detectors.regexgate). Built from its stored analysis when there is one for this very
+    pattern: then nothing is compiled before a text needs it."""
+    FAST_PATTERNS.append((flags, source))
+    analysis = _ANALYSES.get((flags, source))
+    if analysis is None:
+        return prefiltered(re.compile(source, flags), memo=_MEMO_SIZE, longest=_MEMO_LONGEST)
+    return Prefiltered.analysed(source, flags, analysis, memo=_MEMO_SIZE, longest=_MEMO_LONGEST)
 
 
 # Our own list of refusal phrasings, grouped by language. Matched case-insensitively, with
@@ -552,8 +585,10 @@ class ResponseAnalysis:
     voices: tuple[VoiceAnalysis, ...] = field(default_factory=tuple)
 
 
-#: _PERSONA where a voice's mark begins after the start of a text: at a space or a line break.
-_PERSONA_AFTER_SPACE = re.compile(rf"(?=\s)(?:{_PERSONA.pattern})", _PERSONA.flags)
+@cache
+def _persona_after_space() -> re.Pattern[str]:
+    """_PERSONA where a voice's mark begins after the start of a text: at a space or a line break."""
+    return re.compile(rf"(?=\s)(?:{_PERSONA.pattern})", _PERSONA.flags)
 
 
 def _persona_marks(text: str) -> Iterator[re.Match[str]]:
@@ -564,7 +599,7 @@ def _persona_marks(text: str) -> Iterator[re.Match[str]]:
     first = _PERSONA.regex.match(text)
     if first is not None:
         yield first
-    yield from _PERSONA_AFTER_SPACE.finditer(text, first.end() if first is not None else 0)
+    yield from _persona_after_space().finditer(text, first.end() if first is not None else 0)
 
 
 def _voices(text: str) -> list[tuple[str | None, str]]:

@@ -360,16 +360,23 @@ class Prefiltered:
     strings and :func:`gated`): the leftmost match, and of those at one position the first
     alternative's, which is the match of the whole. Built by :func:`prefiltered`."""
 
-    __slots__ = ("_longest", "_memo", "_parts", "_pattern", "_whole", "needles")
+    __slots__ = ("_flags", "_longest", "_memo", "_parts", "_pattern", "_source", "_whole", "needles")
 
     def __init__(
         self,
-        pattern: re.Pattern[str],
+        pattern: re.Pattern[str] | None,
         parts: list[tuple[tuple[str, ...] | None, Any]],
         memo: int = 0,
         longest: int = 500,
+        *,
+        source: str | None = None,
+        flags: int = 0,
     ) -> None:
-        self._pattern = pattern
+        self._pattern = pattern  # (None: compiled from source and flags when first needed)
+        self._source = pattern.pattern if pattern is not None else source
+        self._flags = pattern.flags if pattern is not None else flags
+        if self._source is None:
+            raise TypeError("Prefiltered needs a pattern or its source")
         self._whole: re.Pattern[str] | None = None
         self._parts = parts
         for index, (_, part) in enumerate(parts):
@@ -381,22 +388,39 @@ class Prefiltered:
         #: strings one of which every match contains (``None``: no such strings)
         self.needles = None if None in strings else tuple(sorted({s for n in strings for s in n or ()}))
 
+    @classmethod
+    def analysed(cls, source: str, flags: int, analysis: Analysis, memo: int = 0, longest: int = 500) -> Prefiltered:
+        """What :func:`prefiltered` gives for ``re.compile(source, flags)``, built from the
+        :func:`analyse` of that pattern stored beforehand: nothing is parsed or compiled until a
+        text holds one of a part's strings (a module's many patterns cost nothing to import).
+        ``analysis`` must be :func:`analyse`'s for this very pattern: a stale one gives wrong matches."""
+        parts: list[tuple[tuple[str, ...] | None, Any]] = [
+            (None if needles is None else tuple(needles), _Unbuilt(part, flags, None)) for part, needles in analysis
+        ]
+        return cls(None, parts, memo, longest, source=source, flags=flags)
+
     @property
     def regex(self) -> re.Pattern[str]:
         """The whole pattern, gated (built on first use: searches go by alternative)."""
         if self._whole is None:
             parts = self._parts
-            self._whole = _built(parts[0][1]) if len(parts) == 1 else gated(self._pattern)
+            if len(parts) == 1:
+                self._whole = _built(parts[0][1])
+            else:
+                if self._pattern is None:
+                    self._pattern = re.compile(self.pattern, self._flags)
+                self._whole = gated(self._pattern)
         return self._whole
 
     @property
     def pattern(self) -> str:
-        """The source of :attr:`regex`."""
-        return self.regex.pattern
+        """The pattern's source (without the gate :attr:`regex` has)."""
+        assert self._source is not None
+        return self._source
 
     @property
     def flags(self) -> int:
-        return self.regex.flags
+        return self._flags
 
     def possible(self, text: str) -> bool:
         """False only when the pattern cannot match anywhere in ``text``."""
@@ -451,7 +475,7 @@ class _Unbuilt:
 
     __slots__ = ("flags", "home", "items", "source")
 
-    def __init__(self, source: str, flags: int, items: list[Any]) -> None:
+    def __init__(self, source: str, flags: int, items: list[Any] | None) -> None:
         self.source, self.flags, self.items = source, flags, items
         self.home: tuple[list, int] | None = None
 
@@ -473,6 +497,11 @@ def _built(part: re.Pattern[str] | _Unbuilt) -> re.Pattern[str]:
     return part.build() if isinstance(part, _Unbuilt) else part
 
 
+#: The parts of a pattern that :class:`Prefiltered` searches by, each with the literal strings one
+#: of which its every match contains (``None``: none found, always run), as :func:`analyse` finds them.
+Analysis = tuple[tuple[str, "tuple[str, ...] | None"], ...]
+
+
 def _part(source: str, flags: int) -> tuple[tuple[str, ...] | None, _Unbuilt]:
     """The literal strings of the pattern ``source`` and the pattern, to be compiled gated on
     first use; ``re.error`` when ``source`` is no pattern (it is parsed now)."""
@@ -486,6 +515,16 @@ def _part(source: str, flags: int) -> tuple[tuple[str, ...] | None, _Unbuilt]:
     )
 
 
+def _parts(pattern: re.Pattern[str]) -> list[tuple[tuple[str, ...] | None, Any]]:
+    sources = [pattern.pattern]
+    if not (pattern.groups or pattern.flags & re.VERBOSE or "(?#" in pattern.pattern):
+        sources = _alternatives(pattern.pattern)
+    try:
+        return [_part(source, pattern.flags) for source in sources]
+    except re.error:  # not split where it should have been: the whole pattern
+        return [_part(pattern.pattern, pattern.flags)]
+
+
 def prefiltered(pattern: re.Pattern[str], memo: int = 0, longest: int = 500) -> Prefiltered:
     """``pattern`` behind tests for the literal strings every match must contain (read from
     CPython's parse of it, case folding included): the same matches, and no run of the pattern on
@@ -495,11 +534,15 @@ def prefiltered(pattern: re.Pattern[str], memo: int = 0, longest: int = 500) -> 
     of at most ``longest`` characters (least recently used forgotten first)."""
     if _sre_parse is None:
         return Prefiltered(pattern, [(None, pattern)], memo, longest)
-    sources = [pattern.pattern]
-    if not (pattern.groups or pattern.flags & re.VERBOSE or "(?#" in pattern.pattern):
-        sources = _alternatives(pattern.pattern)
-    try:
-        parts: list[tuple[tuple[str, ...] | None, Any]] = [_part(source, pattern.flags) for source in sources]
-    except re.error:  # not split where it should have been: the whole pattern
-        parts = [_part(pattern.pattern, pattern.flags)]
-    return Prefiltered(pattern, parts, memo, longest)
+    return Prefiltered(pattern, _parts(pattern), memo, longest)
+
+
+def analyse(source: str, flags: int = 0) -> Analysis:
+    """What :func:`prefiltered` reads in the pattern ``source``: its parts and their literal
+    strings, as plain data to be stored (:meth:`Prefiltered.analysed` builds the same
+    :class:`Prefiltered` from it without parsing the pattern again). The strings are facts about
+    the pattern, the same on every Python version. ``re.error`` when ``source`` is no pattern."""
+    pattern = re.compile(source, flags)
+    if _sre_parse is None:
+        return ((source, None),)
+    return tuple((part.source, needles) for needles, part in _parts(pattern))

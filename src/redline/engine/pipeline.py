@@ -464,8 +464,9 @@ async def _scan(
     probes: list[Probe] = []
     try:
         generator.preflight()  # a missing file or package: stop before a run is created
-        # worker processes import redline while this one builds the probes (a small scan stops them)
-        await sharded.spawn(choose_processes(executor, generator, concurrency, None, shareable=shareable))
+        # worker processes build the probes, generator and detectors while this one builds the
+        # probes and counts the attempts (a small scan stops them)
+        await sharded.spawn(choose_processes(executor, generator, concurrency, None, shareable=shareable), config)
         probes = build_probes(config)
         names = [p.name for p in probes]
         if len(set(names)) != len(names):
@@ -474,7 +475,7 @@ async def _scan(
         sources = attempt_sources(store, run.run_id, probes, retry_errors, phase1) if run is not None else []
         to_run = sum(len(a) for a in phase1) - sum(min(len(d), len(a)) for _, a, d in sources)
         processes = choose_processes(executor, generator, concurrency, to_run, shareable=shareable)
-        sharded.start(config, processes)  # they build the probes, generator and detectors meanwhile
+        await sharded.keep(processes)
         if progress:
             progress("loading", 0, 0)
         if executor.kind == "local" and not (config.cache and generator.local):

@@ -304,10 +304,11 @@ class _Worker:
 class ShardExecutor:
     """Phases 2 and 3 of a run in worker processes (see the module docstring).
 
-    ``await spawn(count)`` starts ``count`` worker processes (they import redline meanwhile);
-    ``start(config, count)`` gives the run's configuration to ``count`` of them (the others
-    exit), which build its probes, generator and detectors while this process goes on (creating
-    the run); ``begin(run_id)`` tells them the run; ``await wait(on_advance)`` returns when
+    ``await spawn(count, config)`` starts ``count`` worker processes and gives each the run's
+    configuration and its shard: they build the probes, generator and detectors while this process
+    goes on (building its own probes, counting the attempts, creating the run); ``await
+    keep(count)``, once the attempts are counted, keeps them (``count`` the same) or stops them
+    all (``count`` 1: this process runs the scan); ``begin(run_id)`` tells them the run; ``await wait(on_advance)`` returns when
     every worker has run its shard, calling ``on_advance(n)`` as workers commit ``n`` more attempts, and raises the first error a worker
     reports; ``await stop()`` stops the workers still running (each commits what it finished),
     and does nothing when none runs.
@@ -323,6 +324,7 @@ class ShardExecutor:
         self.retry_errors = retry_errors
         self._workers: list[_Worker] = []
         self._unused: list[_Worker] = []  # spawned, not needed: exiting
+        self._config: ScanConfig | None = None
         self._on_advance: Callable[[int], None] | None = None
 
     @property
@@ -330,10 +332,11 @@ class ShardExecutor:
         """The workers' process ids."""
         return [w.process.pid for w in self._workers]
 
-    async def spawn(self, count: int) -> None:
-        """Start ``count`` worker processes (none when ``count`` is 1: this process runs the scan):
-        the :class:`Preforked` ones first, the others as new interpreters. Forked workers not
-        needed are discarded now."""
+    async def spawn(self, count: int, config: ScanConfig) -> None:
+        """Start ``count`` worker processes (none when ``count`` is 1: this process runs the scan),
+        the :class:`Preforked` ones first, the others as new interpreters, and give worker ``i``
+        its order: ``config`` and shard ``i`` of ``count``. Forked workers not needed are
+        discarded now."""
         wanted = count if count > 1 else 0
         forked = self.preforked.take(wanted) if self.preforked is not None else []
         if self.preforked is not None:
@@ -353,21 +356,26 @@ class ShardExecutor:
                     limit=1 << 20,
                 )
             self._workers.append(_Worker(index, process))
-
-    def start(self, config: ScanConfig, count: int) -> None:
-        """Give ``config`` to ``count`` of the spawned workers, each its shard; the others exit
-        (all of them when ``count`` is 1)."""
-        if count <= 1:
-            count = 0
-        self._workers, unused = self._workers[:count], self._workers[count:]
-        for worker in unused:  # it has only imported modules: nothing to lose
-            with contextlib.suppress(ProcessLookupError):
-                worker.process.kill()
-        self._unused += unused
         self.count = len(self._workers)
+        self._config = config
         for index, worker in enumerate(self._workers):
             assert worker.process.stdin is not None  # stays open: its end tells the worker to stop
             worker.process.stdin.write(json.dumps(self.order(config, index, self.count)).encode() + b"\n")
+
+    async def keep(self, count: int) -> None:
+        """Once the attempts are counted: keep the workers when ``count`` is as many, stop them all
+        when it is 1 or less (they have only built what a scan needs: nothing to lose), and start
+        ``count`` others, each told its new shard, for any other ``count``."""
+        if count == self.count:
+            return
+        unused, self._workers = self._workers, []
+        for worker in unused:
+            with contextlib.suppress(ProcessLookupError):
+                worker.process.kill()
+        self._unused += unused
+        self.count = 0
+        if count > 1 and self._config is not None:
+            await self.spawn(count, self._config)
 
     def order(self, config: ScanConfig, index: int, count: int) -> dict[str, Any]:
         """What worker ``index`` of ``count`` is told: the store, the run's configuration with
