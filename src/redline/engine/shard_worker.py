@@ -169,8 +169,8 @@ def prefork(config: ScanConfig | None, executor: ExecutorConfig | None, *, share
 
 def _import_detectors(config: ScanConfig) -> None:
     """Import the modules of the detectors the selected probes recommend, so that forked workers
-    start with them: a detector's module may build large tables when imported (the refusal
-    patterns of :mod:`redline.detectors.refusal` take about 70 ms of CPU)."""
+    start with them: a detector's module may build large tables when imported, which each
+    worker would otherwise build again."""
     for name in selected_probe_names(config) or []:
         for detector in get_probe_class(name).recommended_detectors:
             if detector in detectors:
