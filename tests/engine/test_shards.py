@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import random
 import signal
 import subprocess
 import sys
@@ -25,10 +26,13 @@ from redline.engine.pipeline import attempt_sources, attempts_to_run, build_prob
 from redline.engine.shard_worker import prefork
 from redline.engine.shards import (
     AUTO_MIN_ATTEMPTS,
+    MIN_STRETCH,
     Preforked,
     ScanWorkerError,
     ShardExecutor,
+    WorkQueue,
     choose_processes,
+    claimed,
     one_thread,
     shard_config,
 )
@@ -53,32 +57,56 @@ def key_of(probe, attempt) -> tuple[str, int]:
 # -- which attempts a shard runs ------------------------------------------------------------------
 
 
-def test_the_shards_of_a_run_cover_every_attempt_left_once(tmp_path) -> None:
+def test_the_stretches_workers_claim_cover_every_attempt_left_once(tmp_path) -> None:
     probes = build_probes(ScanConfig(model="test.repeat", probes=FOUR_PROBES, num_repetitions=2))
     store = Store(tmp_path / "s.db")
     run_id = store.create_run("test", {})
     sources = attempt_sources(store, run_id, probes, retry_errors=False)
-    # attempts already stored, and a probe not measured, are left out of every shard
+    # attempts already stored, and a probe not measured, are left out of every stretch
     sources[0] = (sources[0][0], sources[0][1], {0, 1, 5, 17})
     sources[2][0].skip_reason = "its detector could not load"
     whole = [key_of(*pair) for pair in attempts_to_run(sources)]
     assert len(whole) == len(set(whole)) == 48 - 4 + 2 * 24
-    for count in (1, 2, 3, 5):
-        shards = [[key_of(*pair) for pair in attempts_to_run(sources, shard=(i, count))] for i in range(count)]
-        assert sorted(k for shard in shards for k in shard) == sorted(whole)
-        assert max(map(len, shards)) - min(map(len, shards)) <= 4  # interleaved: balanced
-        for shard in shards:  # each in the run's order
-            assert shard == [k for k in whole if k in set(shard)]
+    positions = sum(len(attempts) for _, attempts, _ in sources)
+    for size in (1, 5, 16, 47, 200):
+        stretches = [(start, start + size) for start in range(0, positions, size)]
+        rng = random.Random(size)
+        workers: list[list[tuple[int, int]]] = [[], [], []]
+        for stretch in stretches:  # claimed in the queue's order, by whichever worker asks
+            workers[rng.randrange(3)].append(stretch)
+        got = [[key_of(*pair) for pair in attempts_to_run(sources, ranges=iter(mine))] for mine in workers]
+        assert sorted(k for keys in got for k in keys) == sorted(whole)
+        for keys in got:  # each in the run's order
+            assert keys == [k for k in whole if k in set(keys)]
 
 
-def test_every_builds_the_same_attempts_as_iterating() -> None:
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX pipes")
+def test_a_work_queue_gives_each_stretch_to_one_reader_then_none(tmp_path) -> None:
+    queue = WorkQueue()
+    assert queue.fill(100_000) == 49  # 2,048 stretches at most
+    reading = os.dup(queue.read_fd)  # another worker's end of the same pipe
+    queue.close()
+    first, second = claimed(reading, 49), claimed(reading, 49)
+    taken = [next(first), next(second), next(first)]
+    taken += list(second)  # the second takes all that is left; then both find none
+    assert list(first) == []
+    os.close(reading)
+    assert taken[:3] == [(0, 49), (49, 98), (98, 147)]
+    assert [start for start, _ in taken] == list(range(0, 2041 * 49, 49))
+    assert taken[-1][1] >= 100_000
+    small = WorkQueue()
+    assert small.fill(3_000) == MIN_STRETCH
+    small.close()
+
+
+def test_between_builds_the_same_attempts_as_iterating() -> None:
     (probe,) = build_probes(ScanConfig(model="test.repeat", probes="encoding.Hex", num_repetitions=3))
     attempts = probe.attempt_source()
     everything = [a.as_dict() for a in attempts]
-    for step, start in ((1, 0), (2, 1), (3, 2), (7, 4), (100, 5)):
-        picked = [a.as_dict() for a in attempts.every(step, start)]
-        assert len(picked) == len(everything[start::step])
-        for got, want in zip(picked, everything[start::step], strict=True):
+    for start, stop in ((0, 1), (0, len(everything)), (2, 9), (7, 8), (5, 10_000), (len(everything), 10**6)):
+        picked = [a.as_dict() for a in attempts.between(start, stop)]
+        assert len(picked) == len(everything[start:stop])
+        for got, want in zip(picked, everything[start:stop], strict=True):
             assert {**got, "uuid": ""} == {**want, "uuid": ""}
 
 
@@ -384,15 +412,23 @@ def test_the_console_scripts_forked_workers_store_what_one_process_stores(tmp_pa
 
 FORK_SCRIPT = """
 import json, os, sys
+from redline.engine import shards
 from redline.engine.shards import Preforked
+
+made = []  # the work queue, as the children see it
+real_init = shards.WorkQueue.__init__
+shards.WorkQueue.__init__ = lambda self: real_init(self) or made.append(self)
 
 def echo():  # a worker's stand-in: its input, upper-cased, and its open descriptors, on its output
     line = os.read(0, 100)
-    os.write(1, line.upper().strip() + b" %d" % len(os.listdir("/proc/self/fd")))
+    fds = sorted(int(fd) for fd in os.listdir("/proc/self/fd"))
+    named = ["queue" if fd == made[0].read_fd else str(fd) for fd in fds[:-1]]  # (the last: the listing's own)
+    os.write(1, line.upper().strip() + b" " + ",".join(named).encode())
     sys.exit(int(line.split()[-1]))
 
 pool = Preforked.fork(3, echo)
-kept = pool.take(2)
+kept, queue = pool.take(2)
+assert queue is not None and pool.queue is None
 (left,) = [child.pid for child in pool._children]
 for index, child in enumerate(kept):
     os.write(child._to_child, f"hello {index + 4}\\n".encode())
@@ -413,9 +449,10 @@ def test_forked_workers_run_their_entry_on_their_own_pipes_and_exit_with_its_cod
     done = subprocess.run([sys.executable, "-c", FORK_SCRIPT], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)
-    # each on its own pipes, with no other descriptor than 0, 1, 2 (and the one listing them):
-    # not the other workers' pipes, whose input must close when the scan's process goes
-    assert result["answers"] == ["HELLO 4 4", "HELLO 5 4"]
+    # each on its own pipes, with no other descriptor than 0, 1, 2 and the work queue's reading
+    # end: not the other workers' pipes, whose input must close when the scan's process goes,
+    # nor the queue's writing end
+    assert result["answers"] == ["HELLO 4 0,1,2,queue", "HELLO 5 0,1,2,queue"]
     assert result["codes"] == [4, 5]  # the entry's exit code, through os._exit
     assert result["me"] not in result["pids"]
     assert result["gone"]  # the one not taken: killed and reaped by discard()

@@ -23,9 +23,10 @@ attempts are rebuilt deterministically and those already stored are skipped.
 
 from __future__ import annotations
 
+import bisect
 import itertools
 import re
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterable, Iterator
 from collections.abc import Sequence as SequenceABC
 from dataclasses import replace
 from typing import Any
@@ -202,28 +203,24 @@ def attempt_sources(
 
 
 def attempts_to_run(
-    sources: list[Source], budget: Budget | None = None, shard: tuple[int, int] | None = None
+    sources: list[Source], budget: Budget | None = None, ranges: Iterable[tuple[int, int]] | None = None
 ) -> Iterator[tuple[Probe, Attempt]]:
     """The ``(probe, attempt)`` pairs left to run, lazily, in the run's order: not stored yet, of
     probes that are measured (no ``skip_reason``, read as the pairs are taken).
 
-    ``shard=(index, count)`` keeps those at positions ``index``, ``index + count``, … of the
-    run's whole order (stored attempts and probes not measured included, so that every worker
-    of a run counts the same positions). With ``budget``, each attempt waits to be admitted; a
-    budget that stops the run ends the pairs."""
-    position = 0
-    for probe, attempts, done in sources:
-        offset = position
-        position += len(attempts)
+    ``ranges``: only those at the positions of each ``(start, stop)`` taken from it in turn
+    (positions of the run's whole order, stored attempts and probes not measured included, so
+    that every worker of a run counts the same positions): the stretches a scan's worker claims
+    as it goes (:class:`~redline.engine.shards.WorkQueue`). With ``budget``, each attempt waits
+    to be admitted; a budget that stops the run ends the pairs."""
+    if ranges is None:
+        stretches: Iterator[tuple[Source, Iterable[Attempt]]] = ((source, source[1]) for source in sources)
+    else:
+        stretches = _stretches(sources, ranges)
+    for (probe, _, done), attempts in stretches:
         if probe.skip_reason:  # --skip-unavailable: not measured
             continue
-        selected: Iterator[Attempt] | AttemptSource = attempts
-        if shard is not None:
-            index, count = shard
-            first = (index - offset) % count
-            every = getattr(attempts, "every", None)
-            selected = every(count, first) if every is not None else itertools.islice(attempts, first, None, count)
-        for attempt in selected:
+        for attempt in attempts:
             if attempt.seq in done:
                 continue
             while budget is not None and not budget.admit(probe, attempt):
@@ -232,6 +229,30 @@ def attempts_to_run(
                     return
                 yield budget.pause()  # a slot waits until an attempt in flight is done
             yield probe, attempt
+
+
+def _stretches(sources: list[Source], ranges: Iterable[tuple[int, int]]) -> Iterator[tuple[Source, Iterable[Attempt]]]:
+    """Each source's attempts at the positions of each range of the run's whole order."""
+    ends = list(itertools.accumulate(len(attempts) for _, attempts, _ in sources))
+    for start, stop in ranges:
+        index = bisect.bisect_right(ends, start)
+        while index < len(sources):
+            source = sources[index]
+            begin = ends[index] - len(source[1])
+            if begin >= stop:
+                break
+            yield source, _between(source[1], max(0, start - begin), stop - begin)
+            index += 1
+
+
+def _between(attempts: AttemptSource, start: int, stop: int) -> Iterable[Attempt]:
+    """The attempts of one probe at positions ``start`` to ``stop - 1``, building only those."""
+    between = getattr(attempts, "between", None)
+    if between is not None:
+        return between(start, stop)
+    if isinstance(attempts, SequenceABC):
+        return attempts[start:stop]
+    return itertools.islice(attempts, start, stop)
 
 
 def make_runner(
@@ -263,20 +284,19 @@ def make_runner(
 async def run_shard(
     config: ScanConfig,
     store: Store,
-    run_id: Awaitable[str],
+    begun: Awaitable[tuple[str, Iterable[tuple[int, int]]]],
     *,
-    shard: tuple[int, int],
     concurrency: int,
     retry_errors: bool = False,
     on_commit: Callable[[int], None] | None = None,
 ) -> None:
-    """Phases 2 and 3 of shard ``shard=(index, count)`` of a run (see :func:`attempts_to_run`),
-    in this process: the probes, generator and detectors built from ``config`` while the run's
-    id is awaited (``run_id``: the scan's process creates the run meanwhile), at most
-    ``concurrency`` attempts in flight, committed to ``store``, ``on_commit(n)`` called for each
-    transaction of ``n`` attempts. What a scan's worker process runs
-    (:mod:`redline.engine.shards`); the process that started the scan holds the run's lock and
-    runs phase 4."""
+    """Phases 2 and 3 of a worker's part of a run, in this process: the probes, generator and
+    detectors built from ``config`` while the run is awaited (``begun``: the scan's process
+    creates the run meanwhile, then gives its id and the ``(start, stop)`` stretches of positions
+    this worker claims as it goes; see :func:`attempts_to_run`), at most ``concurrency`` attempts
+    in flight, committed to ``store``, ``on_commit(n)`` called for each transaction of ``n``
+    attempts. What a scan's worker process runs (:mod:`redline.engine.shards`); the process that
+    started the scan holds the run's lock and runs phase 4."""
     probes = build_probes(config)
     phase1 = [probe.attempt_source() for probe in probes]
     generator = get_generator(config.model, **config.generator_options)
@@ -292,9 +312,9 @@ async def run_shard(
             runner = make_runner(config, generator, writer, on_done, concurrency=concurrency)
             try:
                 await runner.start_detectors(probes)
-                run = await run_id
+                run, ranges = await begun
                 sources = attempt_sources(store, run, probes, retry_errors, phase1)
-                await runner.run_all(attempts_to_run(sources, shard=shard))
+                await runner.run_all(attempts_to_run(sources, ranges=ranges))
             finally:
                 await runner.close_detectors()
     finally:
@@ -506,7 +526,7 @@ async def _scan(
             already = sum(min(len(done), len(attempts)) for _, attempts, done in sources)
             if progress:
                 progress("start", already, total)
-            sharded.begin(run_id)
+            sharded.begin(run_id, total)
 
             async with BatchWriter(store) as writer:
 

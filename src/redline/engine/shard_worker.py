@@ -3,10 +3,12 @@
 Started by :class:`~redline.engine.shards.ShardExecutor` as
 ``python -P -c "from redline.engine.shard_worker import main; main()"``, or forked by
 :func:`prefork` to run :func:`main`. It reads a JSON line
-on its standard input (the store's path, the run's configuration, the shard, its concurrency),
-builds the probes, generator and detectors, reads a second line (``{"run_id": …}``: the run,
-created meanwhile), runs the shard with :func:`redline.engine.pipeline.run_shard`, and writes
-JSON lines on its standard output for the process that started it:
+on its standard input (the store's path, the run's configuration, its place and concurrency,
+the descriptor of its end of the run's :class:`~redline.engine.shards.WorkQueue`), builds the
+probes, generator and detectors, reads a second line (``{"run_id": …, "stretch": N}``: the
+run, created meanwhile, and the length of the queue's stretches), runs the stretches of
+attempts it claims from the queue with :func:`redline.engine.pipeline.run_shard` until none is
+left, and writes JSON lines on its standard output for the process that started it:
 
 - ``{"advance": N}``: N more attempts committed to the store (sent at most every
   :data:`REPORT_EVERY` seconds);
@@ -25,13 +27,14 @@ import json
 import os
 import signal
 import sys
+from collections.abc import Iterator
 from typing import IO, Any
 
 from redline.detectors import detectors
 from redline.engine.config import ScanConfig
 from redline.engine.executors import ExecutorConfig
 from redline.engine.pipeline import get_probe_class, run_shard, selected_probe_names
-from redline.engine.shards import Preforked, choose_processes, one_thread
+from redline.engine.shards import Preforked, choose_processes, claimed, one_thread
 from redline.errors import RedlineError
 from redline.eventloop import run_async
 from redline.generators import get_generator
@@ -86,12 +89,14 @@ async def _shard(channel: _Channel) -> None:
     if order.get("checker_limits") is not None:  # the scan's --checker-timeout and --checker-memory
         configure_shared_pool(CheckerLimits(**order["checker_limits"]))
 
-    run_id: asyncio.Future[str] = loop.create_future()
+    begun: asyncio.Future[tuple[str, Iterator[tuple[int, int]]]] = loop.create_future()
+    queue = int(order["queue"])
 
     async def watch_input() -> None:  # then the end of the input (the scan's process is gone): stop
         line = await reader.readline()
         if line:
-            run_id.set_result(str(json.loads(line)["run_id"]))
+            run = json.loads(line)
+            begun.set_result((str(run["run_id"]), claimed(queue, int(run["stretch"]))))
             await reader.read()
         main_task.cancel()
 
@@ -99,12 +104,10 @@ async def _shard(channel: _Channel) -> None:
     reporter = asyncio.ensure_future(channel.report())
     store = Store(order["store"])
     try:
-        index, count = order["shard"]
         await run_shard(
             ScanConfig.from_dict(order["config"]),
             store,
-            run_id,
-            shard=(int(index), int(count)),
+            begun,
             concurrency=int(order["concurrency"]),
             retry_errors=bool(order.get("retry_errors")),
             on_commit=channel.advance,
@@ -113,6 +116,7 @@ async def _shard(channel: _Channel) -> None:
         for task in (watcher, reporter):
             task.cancel()
         store.close()
+        os.close(queue)
         channel.flush()
 
 

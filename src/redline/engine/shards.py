@@ -4,10 +4,11 @@ One Python process spends about 0.2 ms of CPU on each attempt of a scan over HTT
 and its answer, the detectors, the attempt's record and its commit), so against a fast endpoint
 one core is the limit. :class:`ShardExecutor` starts ``count`` worker processes
 (:mod:`redline.engine.shard_worker`); each builds the run's probes, generator and detectors from
-the run's :class:`~redline.engine.config.ScanConfig` and runs every ``count``-th attempt of the
-run (its *shard*: the attempts at positions ``index``, ``index + count``, … of the run's
-deterministic order), with its share of the scan's concurrency, and commits them to the store
-itself through a :class:`~redline.store.BatchWriter` of its own. The process that started the scan
+the run's :class:`~redline.engine.config.ScanConfig` and runs the attempts it claims from the
+run's :class:`WorkQueue` (stretches of positions in the run's deterministic order, each claimed
+by one worker, taken as it needs more: a worker that the system runs slower takes fewer, and
+none waits for another at the end), with its share of the scan's concurrency, and commits them
+to the store itself through a :class:`~redline.store.BatchWriter` of its own. The process that started the scan
 holds the run's lock, relays the workers' progress, and runs phase 4 from the store once they are
 done: the stored attempts, the summary and ``--resume`` are the same as in one process.
 
@@ -38,7 +39,7 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, NoReturn
 
 from redline.detectors import DetectorUnavailable
@@ -54,10 +55,14 @@ from redline.store import StoreError
 __all__ = [
     "AUTO_MIN_ATTEMPTS",
     "AUTO_MAX_PROCESSES",
+    "MAX_STRETCHES",
+    "MIN_STRETCH",
     "Preforked",
     "ScanWorkerError",
     "ShardExecutor",
+    "WorkQueue",
     "choose_processes",
+    "claimed",
     "shard_config",
 ]
 
@@ -152,6 +157,59 @@ def shard_config(config: ScanConfig, concurrency: int, index: int, count: int) -
     return data, int(_share(concurrency, index, count, whole=True))
 
 
+#: A run's positions are claimed in stretches of at least this many attempts...
+MIN_STRETCH = 16
+#: ... and in this many stretches at most (4 bytes each: all of them fit in a pipe's buffer).
+MAX_STRETCHES = 2048
+
+
+class WorkQueue:
+    """The positions of a run's attempts, in stretches that the scan's workers claim as they go:
+    a pipe holding the stretches' numbers (4 bytes each), read without blocking by every worker.
+    A read of 4 bytes from a pipe takes them whole, so each stretch goes to one worker; an
+    empty pipe means the run has none left. :meth:`fill` writes them all before the workers
+    are told the run, so that none finds the pipe empty early."""
+
+    def __init__(self) -> None:
+        self.read_fd, self._write_fd = os.pipe()
+        os.set_blocking(self.read_fd, False)  # the workers' end (a property of the pipe, shared)
+        self.stretch = 0
+
+    @property
+    def write_fd(self) -> int:
+        return self._write_fd
+
+    def fill(self, positions: int) -> int:
+        """Write the stretches covering ``positions`` positions; their length (each worker is told it)."""
+        size = max(MIN_STRETCH, -(-positions // MAX_STRETCHES))
+        data = memoryview(b"".join(i.to_bytes(4, "little") for i in range(-(-positions // size))))
+        while data:
+            data = data[os.write(self._write_fd, data[:4096]) :]
+        self.stretch = size
+        return size
+
+    def close(self) -> None:
+        for fd in (self.read_fd, self._write_fd):
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        self.read_fd = self._write_fd = -1
+
+
+def claimed(fd: int, size: int) -> Iterator[tuple[int, int]]:
+    """A worker's side of a :class:`WorkQueue` (its read end ``fd``, stretches of ``size``):
+    the ``(start, stop)`` positions of each stretch it claims, one claimed each time the next
+    is asked for, until none is left."""
+    while True:
+        try:
+            record = os.read(fd, 4)
+        except BlockingIOError:  # empty: the others have claimed the rest
+            return
+        if len(record) < 4:
+            return
+        start = int.from_bytes(record, "little") * size
+        yield start, start + size
+
+
 class _Forked:
     """A worker forked by :meth:`Preforked.fork`, with what :class:`ShardExecutor` uses of an
     :class:`asyncio.subprocess.Process` (``pid``, ``returncode``, ``stdin``, ``stdout``, ``wait``,
@@ -218,7 +276,8 @@ def _run_forked(entry: Callable[[], None], stdin: int, stdout: int, others: list
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         os.dup2(stdin, 0)
         os.dup2(stdout, 1)
-        for fd in {stdin, stdout, *others}:  # the other workers' pipes: their input must close with the scan
+        for fd in {stdin, stdout, *others}:  # the other workers' pipes (their input must close with the
+            # scan) and the work queue's writing end
             os.close(fd)
         try:
             entry()
@@ -237,8 +296,11 @@ class Preforked:
     waits for its order as a started worker does; :class:`ShardExecutor` takes them in place of
     starting new interpreters, and :meth:`discard` kills and reaps those not taken."""
 
-    def __init__(self, children: list[_Forked]) -> None:
+    def __init__(self, children: list[_Forked], queue: WorkQueue | None = None) -> None:
         self._children = children
+        #: The run's work queue, whose read end the workers hold (the executor that takes them
+        #: takes it too).
+        self.queue = queue
 
     @classmethod
     def fork(cls, count: int, entry: Callable[[], None]) -> Preforked:
@@ -250,8 +312,9 @@ class Preforked:
             raise RuntimeError("Preforked.fork needs a process with one thread")
         sys.stdout.flush()
         sys.stderr.flush()
-        forked = cls([])
-        ours: list[int] = []
+        forked = cls([], WorkQueue())
+        assert forked.queue is not None
+        ours: list[int] = [forked.queue.write_fd]  # the children claim work; they never add any
         for _ in range(count):
             child_in, to_child = os.pipe()
             from_child, child_out = os.pipe()
@@ -270,13 +333,21 @@ class Preforked:
             forked._children.append(_Forked(pid, to_child, from_child))
         return forked
 
-    def take(self, count: int) -> list[_Forked]:
-        """Up to ``count`` of the workers, no longer this object's to discard."""
+    def take(self, count: int) -> tuple[list[_Forked], WorkQueue | None]:
+        """Up to ``count`` of the workers, and with any the work queue they read, no longer this
+        object's to discard."""
         taken, self._children = self._children[:count], self._children[count:]
-        return taken
+        queue = None
+        if taken:
+            queue, self.queue = self.queue, None
+        return taken, queue
 
     def discard(self) -> None:
-        """Kill and reap the workers not taken (a scan that ran in one process, or stopped early)."""
+        """Kill and reap the workers not taken (a scan that ran in one process, or stopped early),
+        and close the work queue unless it was taken."""
+        if self.queue is not None:
+            self.queue.close()
+            self.queue = None
         children, self._children = self._children, []
         for child in children:
             with contextlib.suppress(ProcessLookupError):
@@ -325,6 +396,8 @@ class ShardExecutor:
         self._workers: list[_Worker] = []
         self._unused: list[_Worker] = []  # spawned, not needed: exiting
         self._config: ScanConfig | None = None
+        #: The run's work queue while workers run and the run is not begun.
+        self.queue: WorkQueue | None = None
         self._on_advance: Callable[[int], None] | None = None
 
     @property
@@ -338,9 +411,11 @@ class ShardExecutor:
         its order: ``config`` and shard ``i`` of ``count``. Forked workers not needed are
         discarded now."""
         wanted = count if count > 1 else 0
-        forked = self.preforked.take(wanted) if self.preforked is not None else []
+        forked, queue = self.preforked.take(wanted) if self.preforked is not None else ([], None)
         if self.preforked is not None:
             self.preforked.discard()
+        if wanted and self.queue is None:
+            self.queue = queue or WorkQueue()
         command = [sys.executable, "-P", "-c", "from redline.engine.shard_worker import main; main()"]
         for index in range(wanted):
             process: asyncio.subprocess.Process | _Forked
@@ -354,6 +429,7 @@ class ShardExecutor:
                     stdout=asyncio.subprocess.PIPE,
                     start_new_session=True,  # a Ctrl-C on the terminal goes to this process, which stops them
                     limit=1 << 20,
+                    pass_fds=(self._queue().read_fd,),
                 )
             self._workers.append(_Worker(index, process))
         self.count = len(self._workers)
@@ -376,11 +452,19 @@ class ShardExecutor:
         self.count = 0
         if count > 1 and self._config is not None:
             await self.spawn(count, self._config)
+        elif self.queue is not None:
+            self.queue.close()
+            self.queue = None
+
+    def _queue(self) -> WorkQueue:
+        assert self.queue is not None
+        return self.queue
 
     def order(self, config: ScanConfig, index: int, count: int) -> dict[str, Any]:
         """What worker ``index`` of ``count`` is told: the store, the run's configuration with
-        its share of the limits, its shard and concurrency, and the LVE checkers' limits of this
-        process (``--checker-timeout``, ``--checker-memory``)."""
+        its share of the limits, its place and concurrency, the descriptor of its end of the
+        work queue, and the LVE checkers' limits of this process (``--checker-timeout``,
+        ``--checker-memory``)."""
         config_data, concurrency = shard_config(config, self.concurrency, index, count)
         limits = shared_pool_limits()
         return {
@@ -389,14 +473,21 @@ class ShardExecutor:
             "config": config_data,
             "concurrency": concurrency,
             "shard": [index, count],
+            "queue": self.queue.read_fd if self.queue is not None else None,
             "retry_errors": self.retry_errors,
         }
 
-    def begin(self, run_id: str) -> None:
-        """Tell the workers the run they run a shard of (once it is created)."""
+    def begin(self, run_id: str, positions: int) -> None:
+        """Once the run is created: put its ``positions`` (its attempts, stored or not, in the
+        run's order) in the work queue, then tell the workers the run and the stretches' length."""
+        if not self._workers or self.queue is None:
+            return
+        stretch = self.queue.fill(positions)
+        self.queue.close()  # the workers hold their own ends
+        self.queue = None
         for worker in self._workers:
             assert worker.process.stdin is not None
-            worker.process.stdin.write(json.dumps({"run_id": run_id}).encode() + b"\n")
+            worker.process.stdin.write(json.dumps({"run_id": run_id, "stretch": stretch}).encode() + b"\n")
 
     async def wait(self, on_advance: Callable[[int], None]) -> None:
         self._on_advance = on_advance
@@ -435,6 +526,9 @@ class ShardExecutor:
         """Tell every worker still running to stop, and wait until each has committed what it
         finished and exited (killed after :data:`STOP_GRACE` seconds)."""
         workers, self._workers, self._unused = self._workers + self._unused, [], []
+        if self.queue is not None:
+            self.queue.close()
+            self.queue = None
         for worker in workers:
             worker.stop()
         for worker in workers:
