@@ -10,10 +10,10 @@ import asyncio
 import contextlib
 import gc
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
-__all__ = ["run_async"]
+__all__ = ["loop_factory", "run_async"]
 
 
 def run_async(coroutine: Any) -> Any:
@@ -21,16 +21,20 @@ def run_async(coroutine: Any) -> Any:
     its result. The loop is uvloop's when it is installed (a scan over HTTP spends much of its
     CPU in the event loop, and uvloop's costs less: ``bench/bench_throughput.py``), unless the
     environment sets ``REDLINE_EVENT_LOOP=asyncio``; otherwise the standard loop."""
-    factory = None
-    if os.environ.get("REDLINE_EVENT_LOOP", "").strip().lower() != "asyncio":
-        try:
-            import uvloop  # optional: not on Windows
-        except ImportError:
-            pass
-        else:
-            factory = uvloop.new_event_loop
-    with collector_for_a_long_run(), asyncio.Runner(loop_factory=factory) as runner:
+    with collector_for_a_long_run(), asyncio.Runner(loop_factory=loop_factory()) as runner:
         return runner.run(coroutine)
+
+
+def loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
+    """The factory of :func:`run_async`'s loops (``None``: the standard loop's). Importing uvloop
+    takes about 10 ms: a process about to fork workers calls this first, so that they do not."""
+    if os.environ.get("REDLINE_EVENT_LOOP", "").strip().lower() == "asyncio":
+        return None
+    try:
+        import uvloop  # optional: not on Windows
+    except ImportError:
+        return None
+    return uvloop.new_event_loop
 
 
 @contextlib.contextmanager

@@ -33,6 +33,7 @@ from redline.engine.shards import (
     WorkQueue,
     choose_processes,
     claimed,
+    config_key,
     one_thread,
     shard_config,
 )
@@ -504,7 +505,7 @@ def test_fork_refuses_a_process_with_threads() -> None:
 
 def test_prefork_forks_nothing_where_the_scan_would_not_use_workers(monkeypatch) -> None:
     forked: list[int] = []
-    monkeypatch.setattr(Preforked, "fork", classmethod(lambda cls, count, entry: forked.append(count)))
+    monkeypatch.setattr(Preforked, "fork", classmethod(lambda cls, count, entry: forked.append(count) or cls([])))
     monkeypatch.setattr(shard_worker, "one_thread", lambda: True)
     monkeypatch.setenv("OPENAI_API_KEY", "k")
     remote = ScanConfig(model="openai:m", probes="encoding.Base64", concurrency=64)
@@ -519,6 +520,28 @@ def test_prefork_forks_nothing_where_the_scan_would_not_use_workers(monkeypatch)
     monkeypatch.setattr(shard_worker, "one_thread", lambda: False)
     assert prefork(remote, ExecutorConfig(processes=3), shareable=True) is None
     assert forked == [3]
+
+
+def test_prefork_builds_the_probes_once_for_the_workers_and_the_scan(monkeypatch, tmp_path) -> None:
+    seen: list[dict] = []
+
+    def fork(cls, count, entry):  # what a forked child would find
+        seen.append(dict(shard_worker._BUILT))
+        return cls([])
+
+    monkeypatch.setattr(Preforked, "fork", classmethod(fork))
+    monkeypatch.setattr(shard_worker, "one_thread", lambda: True)
+    monkeypatch.setenv("OPENAI_API_KEY", "k")
+    config = ScanConfig(model="openai:m", probes="encoding.Base64,encoding.Hex", concurrency=64)
+    forked = prefork(config, ExecutorConfig(processes=2), shareable=True)
+    assert forked is not None and forked.built is not None
+    key, probes = forked.built
+    assert key == config_key(config.as_dict()) and [p.name for p in probes] == ["encoding.Base64", "encoding.Hex"]
+    assert seen == [{key: probes}]  # the children start with them...
+    assert shard_worker._BUILT == {}  # ... and this process keeps none but the Preforked's
+    missing = ScanConfig(model="openai:m", dataset=str(tmp_path / "nosuch.jsonl"), concurrency=64)
+    assert prefork(missing, ExecutorConfig(processes=2), shareable=True) is None  # the scan says why
+    assert len(seen) == 1
 
 
 def test_one_thread_counts_native_threads_too(monkeypatch) -> None:

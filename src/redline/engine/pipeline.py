@@ -39,7 +39,7 @@ from redline.engine.budget import Budget, MeteredGenerator, RequestShape, is_pau
 from redline.engine.config import ScanConfig
 from redline.engine.executors import ExecutorConfig
 from redline.engine.ray_executor import RayExecutor
-from redline.engine.shards import Preforked, ShardExecutor, choose_processes
+from redline.engine.shards import Preforked, ShardExecutor, choose_processes, config_key
 from redline.errors import UsageError
 from redline.generators import Generator, get_generator
 from redline.generators.cache import CachedGenerator
@@ -289,15 +289,18 @@ async def run_shard(
     concurrency: int,
     retry_errors: bool = False,
     on_commit: Callable[[int], None] | None = None,
+    probes: list[Probe] | None = None,
 ) -> None:
-    """Phases 2 and 3 of a worker's part of a run, in this process: the probes, generator and
-    detectors built from ``config`` while the run is awaited (``begun``: the scan's process
+    """Phases 2 and 3 of a worker's part of a run, in this process: the probes (``probes``: those
+    already built from ``config``), generator and detectors built from ``config`` while the run
+    is awaited (``begun``: the scan's process
     creates the run meanwhile, then gives its id and the ``(start, stop)`` stretches of positions
     this worker claims as it goes; see :func:`attempts_to_run`), at most ``concurrency`` attempts
     in flight, committed to ``store``, ``on_commit(n)`` called for each transaction of ``n``
     attempts. What a scan's worker process runs (:mod:`redline.engine.shards`); the process that
     started the scan holds the run's lock and runs phase 4."""
-    probes = build_probes(config)
+    if probes is None:
+        probes = build_probes(config)
     phase1 = [probe.attempt_source() for probe in probes]
     generator = get_generator(config.model, **config.generator_options)
     try:
@@ -487,7 +490,8 @@ async def _scan(
         # worker processes build the probes, generator and detectors while this one builds the
         # probes and counts the attempts (a small scan stops them)
         await sharded.spawn(choose_processes(executor, generator, concurrency, None, shareable=shareable), config)
-        probes = build_probes(config)
+        built = preforked.built if preforked is not None else None
+        probes = built[1] if built is not None and built[0] == config_key(config.as_dict()) else build_probes(config)
         names = [p.name for p in probes]
         if len(set(names)) != len(names):
             raise ScanError("the same probe is selected twice")

@@ -33,16 +33,22 @@ from typing import IO, Any
 from redline.detectors import detectors
 from redline.engine.config import ScanConfig
 from redline.engine.executors import ExecutorConfig
-from redline.engine.pipeline import get_probe_class, run_shard, selected_probe_names
-from redline.engine.shards import Preforked, choose_processes, claimed, one_thread
+from redline.engine.pipeline import build_probes, get_probe_class, run_shard, selected_probe_names
+from redline.engine.shards import Preforked, choose_processes, claimed, config_key, one_thread
 from redline.errors import RedlineError
-from redline.eventloop import run_async
+from redline.eventloop import loop_factory, run_async
 from redline.generators import get_generator
 from redline.lve.isolation import CheckerLimits, configure_shared_pool
+from redline.probes import Probe
 from redline.probes.runner import AttemptRunner
 from redline.store import Store
 
 __all__ = ["REPORT_EVERY", "main", "prefork"]
+
+#: In a forked worker: the probes :func:`prefork` built before the fork, by the key of their
+#: configuration (:func:`~redline.engine.shards.config_key`); a worker told that configuration
+#: runs them instead of building them again.
+_BUILT: dict[str, list[Probe]] = {}
 
 #: Seconds between two progress lines.
 REPORT_EVERY = 0.05
@@ -103,11 +109,14 @@ async def _shard(channel: _Channel) -> None:
     watcher = asyncio.ensure_future(watch_input())
     reporter = asyncio.ensure_future(channel.report())
     store = Store(order["store"])
+    built = _BUILT.pop(config_key(order["config"]), None)
+    _BUILT.clear()
     try:
         await run_shard(
             ScanConfig.from_dict(order["config"]),
             store,
             begun,
+            probes=built,
             concurrency=int(order["concurrency"]),
             retry_errors=bool(order.get("retry_errors")),
             on_commit=channel.advance,
@@ -165,10 +174,21 @@ def prefork(config: ScanConfig | None, executor: ExecutorConfig | None, *, share
         return None
     if count <= 1:
         return None
-    try:
-        return Preforked.fork(count, main)
-    except OSError:  # no more processes now: the scan starts its workers itself, or says why not
+    try:  # built once, here: the workers start with copies, and the scan uses these
+        probes = build_probes(config)
+    except Exception:  # the scan builds them again and reports the error in its own words
         return None
+    key = config_key(config.as_dict())  # (building may normalise the configuration: the key after)
+    _BUILT[key] = probes
+    loop_factory()  # its module imported once, for them all
+    try:
+        forked = Preforked.fork(count, main)
+    except (OSError, RuntimeError):  # no more processes, or building started a thread: the scan
+        return None  # starts its workers itself, or says why not
+    finally:
+        _BUILT.clear()  # (this process's own: the scan takes them from the Preforked)
+    forked.built = (key, probes)
+    return forked
 
 
 def _import_detectors(config: ScanConfig) -> None:

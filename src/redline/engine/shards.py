@@ -63,6 +63,7 @@ __all__ = [
     "WorkQueue",
     "choose_processes",
     "claimed",
+    "config_key",
     "shard_config",
 ]
 
@@ -210,6 +211,12 @@ def claimed(fd: int, size: int) -> Iterator[tuple[int, int]]:
         yield start, start + size
 
 
+def config_key(data: dict[str, Any]) -> str:
+    """The key of a scan configuration (:meth:`ScanConfig.as_dict`) that probes built from it are
+    kept under (:attr:`Preforked.built`)."""
+    return json.dumps(data, sort_keys=True)
+
+
 class _Forked:
     """A worker forked by :meth:`Preforked.fork`, with what :class:`ShardExecutor` uses of an
     :class:`asyncio.subprocess.Process` (``pid``, ``returncode``, ``stdin``, ``stdout``, ``wait``,
@@ -301,6 +308,9 @@ class Preforked:
         #: The run's work queue, whose read end the workers hold (the executor that takes them
         #: takes it too).
         self.queue = queue
+        #: The probes built before the fork, with the :func:`config_key` of the configuration
+        #: they were built from (the workers hold copies): the scan uses them for that configuration.
+        self.built: tuple[str, list[Any]] | None = None
 
     @classmethod
     def fork(cls, count: int, entry: Callable[[], None]) -> Preforked:
