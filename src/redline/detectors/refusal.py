@@ -325,7 +325,13 @@ def _words(text: str) -> list[str]:
     return (_ASCII_WORD if text.isascii() else _WORD).findall(text)
 
 
-_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]")
+@cache
+def _cjk() -> re.Pattern[str]:
+    """Chinese, Japanese and Korean characters (compiled when a text that is not ASCII first
+    needs it: its class alone took 4 ms to compile)."""
+    return re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]")
+
+
 #: A sentence that tells how to do something: sequence words, "you could…", list items.
 _INSTRUCTION = _fast(
     r"^\W*(?:(?:sure|okay|ok|certainly|of course|absolutely|alright|here you go|gladly)\W+)?(?:first(?:ly)?|second(?:ly)?|third(?:ly)?|next|then|after that|finally|lastly|step \d+|to start|start by|begin by)\b|"
@@ -344,9 +350,10 @@ def _count_words(text: str) -> int:
     """Words in ``text``; a run of Chinese, Japanese or Korean characters counts one word per
     two characters."""
     words = _words(text)
-    if text.isascii() or not _CJK.search(text):
+    if text.isascii() or not _cjk().search(text):
         return len(words)
-    return sum(max(1, len(w) // 2) if _CJK.search(w) else 1 for w in words)
+    cjk = _cjk()
+    return sum(max(1, len(w) // 2) if cjk.search(w) else 1 for w in words)
 
 
 _STOPWORDS = frozenset(
@@ -738,7 +745,9 @@ def _analyse_voice(label: str | None, text: str, request_words: frozenset[str], 
         request_words
         and not overlap
         and substance < 3 * SUBSTANCE_WORDS
-        and not len(_CJK.findall(text)) > len(text) / 4  # no shared words to expect across scripts
+        and (
+            text.isascii() or not len(_cjk().findall(text)) > len(text) / 4
+        )  # no shared words to expect across scripts
     ):
         substance = min(substance, SUBSTANCE_WORDS - 1)  # no word of the request: another answer
     return VoiceAnalysis(label, refused, redirected, substance, overlap, acknowledged, steps)
