@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import difflib
 import importlib
-from importlib.metadata import entry_points
 from typing import Any
 
 from redline.errors import RedlineError
@@ -39,6 +38,9 @@ class PluginRegistry:
 
     def _entry_points(self) -> dict[str, Any]:
         if self._external is None:
+            # read (and its module imported: 7 ms) only when a name is not a built-in one
+            from importlib.metadata import entry_points
+
             self._external = {ep.name: ep for ep in entry_points(group=self.group)}
         return self._external
 

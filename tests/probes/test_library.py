@@ -12,6 +12,7 @@ import pytest
 from fakes import ScriptedGenerator
 from redline.attempt import Conversation
 from redline.detectors import detectors
+from redline.plugins import UnknownPluginError
 from redline.probes import DEFAULT_PROBES, get_probe, probes, resolve_probes
 
 FAMILIES = ["jailbreak", "injection", "encoding", "harmful", "output", "leakage", "misinformation", "toxicity"]
@@ -307,3 +308,21 @@ async def test_replay_and_snowballing_score_correct_and_wrong_answers() -> None:
 
     result = await get_probe("misinformation.Snowballing").run(scripted(always_yes))
     assert result.metrics["failure_rate"].value == 0.5  # half the numbers are composite
+
+
+def test_built_in_probe_names_resolve_without_reading_the_entry_points(monkeypatch):
+    read: list[str] = []
+    monkeypatch.setattr(probes, "_external", None)
+    real = type(probes)._entry_points
+
+    def entry_points(self):
+        read.append(self.group)
+        return real(self)
+
+    monkeypatch.setattr(type(probes), "_entry_points", entry_points)
+    assert resolve_probes("dataset.Prompts,encoding.Hex,dataset.Prompts") == ["dataset.Prompts", "encoding.Hex"]
+    assert read == []
+    assert "encoding.Base64" in resolve_probes("encoding")  # a family: every probe installed, plugins too
+    assert read and read[0] == "redline.probes"
+    with pytest.raises(UnknownPluginError, match="nosuch"):
+        resolve_probes("dataset.Prompts,nosuch")

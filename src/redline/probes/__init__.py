@@ -119,40 +119,40 @@ def _probe_class(name: str) -> type[Probe]:
     return cls
 
 
+def _expand(entry: str, default: bool) -> list[str]:
+    """The probes ``all``, a tag or a family names (see :func:`resolve_probes`)."""
+    names = probes.names()
+    if entry == "all":
+        return [n for n in names if _probe_class(n).active]
+    if ":" in entry:  # a tag: owasp:llm01, atlas:AML.T0051, nist:data-privacy, harm:cbrn
+        return _tagged(entry, names)
+    matched = [
+        n
+        for n in names
+        if n.startswith(entry + ".") and _probe_class(n).active and (not default or _probe_class(n).default_scan)
+    ]
+    if not matched:
+        # a family whose probes are all inactive (``dataset``) still names them explicitly
+        matched = [n for n in names if n.startswith(entry + ".") and not _probe_class(n).active]
+    if not matched:  # a tag without a system (hallucination, exfiltration)
+        matched = [n for n in names if _probe_class(n).active and entry in _probe_class(n).tags]
+    if not matched:
+        families = sorted({n.split(".")[0] for n in names})
+        raise UnknownPluginError(probes.unknown_message(entry).replace(")", f"; families: {', '.join(families)})"))
+    return matched
+
+
 def resolve_probes(selection: str | None) -> list[str]:
     """Probe names for a comma-separated selection (see module doc). Order is kept, duplicates
     dropped. Raises :class:`UnknownPluginError` naming the first unknown entry."""
-    names = probes.names()
     chosen: list[str] = []
     default = not selection  # the default scan leaves out probes marked ``default_scan = False``
     for raw in (selection or DEFAULT_PROBES).split(","):
         entry = raw.strip()
         if not entry:
             continue
-        if entry == "all":
-            matched = [n for n in names if _probe_class(n).active]
-        elif entry in probes:
-            matched = [entry]
-        elif ":" in entry:  # a tag: owasp:llm01, atlas:AML.T0051, nist:data-privacy, harm:cbrn
-            matched = _tagged(entry, names)
-        else:
-            matched = [
-                n
-                for n in names
-                if n.startswith(entry + ".")
-                and _probe_class(n).active
-                and (not default or _probe_class(n).default_scan)
-            ]
-            if not matched:
-                # a family whose probes are all inactive (``dataset``) still names them explicitly
-                matched = [n for n in names if n.startswith(entry + ".") and not _probe_class(n).active]
-            if not matched:  # a tag without a system (hallucination, exfiltration)
-                matched = [n for n in names if _probe_class(n).active and entry in _probe_class(n).tags]
-            if not matched:
-                families = sorted({n.split(".")[0] for n in names})
-                raise UnknownPluginError(
-                    probes.unknown_message(entry).replace(")", f"; families: {', '.join(families)})")
-                )
+        # a probe's name (a built-in one is known without reading the installed entry points)
+        matched = [entry] if entry in probes and entry != "all" else _expand(entry, default)
         for name in matched:
             if name not in chosen:
                 chosen.append(name)
