@@ -233,12 +233,13 @@ def attempts_to_run(
 
 def _stretches(sources: list[Source], ranges: Iterable[tuple[int, int]]) -> Iterator[tuple[Source, Iterable[Attempt]]]:
     """Each source's attempts at the positions of each range of the run's whole order."""
-    ends = list(itertools.accumulate(len(attempts) for _, attempts, _ in sources))
+    lengths = [len(attempts) for _, attempts, _ in sources]  # (a lazy source may count its items)
+    ends = list(itertools.accumulate(lengths))
     for start, stop in ranges:
         index = bisect.bisect_right(ends, start)
         while index < len(sources):
             source = sources[index]
-            begin = ends[index] - len(source[1])
+            begin = ends[index] - lengths[index]
             if begin >= stop:
                 break
             yield source, _between(source[1], max(0, start - begin), stop - begin)
@@ -293,12 +294,12 @@ async def run_shard(
 ) -> None:
     """Phases 2 and 3 of a worker's part of a run, in this process: the probes (``probes``: those
     already built from ``config``), generator and detectors built from ``config`` while the run
-    is awaited (``begun``: the scan's process
-    creates the run meanwhile, then gives its id and the ``(start, stop)`` stretches of positions
-    this worker claims as it goes; see :func:`attempts_to_run`), at most ``concurrency`` attempts
-    in flight, committed to ``store``, ``on_commit(n)`` called for each transaction of ``n``
-    attempts. What a scan's worker process runs (:mod:`redline.engine.shards`); the process that
-    started the scan holds the run's lock and runs phase 4."""
+    is awaited (``begun``: the scan's process creates the run meanwhile, then gives its id and
+    the ``(start, stop)`` stretches of positions this worker claims as it goes; see
+    :func:`attempts_to_run`), at most ``concurrency`` attempts in flight, committed to
+    ``store``, ``on_commit(n)`` called for each transaction of ``n`` attempts. What a scan's
+    worker process runs (:mod:`redline.engine.shards`); the process that started the scan holds
+    the run's lock and runs phase 4."""
     if probes is None:
         probes = build_probes(config)
     phase1 = [probe.attempt_source() for probe in probes]

@@ -174,7 +174,6 @@ class WorkQueue:
     def __init__(self) -> None:
         self.read_fd, self._write_fd = os.pipe()
         os.set_blocking(self.read_fd, False)  # the workers' end (a property of the pipe, shared)
-        self.stretch = 0
 
     @property
     def write_fd(self) -> int:
@@ -186,7 +185,6 @@ class WorkQueue:
         data = memoryview(b"".join(i.to_bytes(4, "little") for i in range(-(-positions // size))))
         while data:
             data = data[os.write(self._write_fd, data[:4096]) :]
-        self.stretch = size
         return size
 
     def close(self) -> None:
@@ -386,11 +384,11 @@ class ShardExecutor:
     """Phases 2 and 3 of a run in worker processes (see the module docstring).
 
     ``await spawn(count, config)`` starts ``count`` worker processes and gives each the run's
-    configuration and its shard: they build the probes, generator and detectors while this process
+    configuration and its place: they build the probes, generator and detectors while this process
     goes on (building its own probes, counting the attempts, creating the run); ``await
     keep(count)``, once the attempts are counted, keeps them (``count`` the same) or stops them
     all (``count`` 1: this process runs the scan); ``begin(run_id)`` tells them the run; ``await wait(on_advance)`` returns when
-    every worker has run its shard, calling ``on_advance(n)`` as workers commit ``n`` more attempts, and raises the first error a worker
+    every worker has run out of work, calling ``on_advance(n)`` as workers commit ``n`` more attempts, and raises the first error a worker
     reports; ``await stop()`` stops the workers still running (each commits what it finished),
     and does nothing when none runs.
     """
@@ -418,8 +416,8 @@ class ShardExecutor:
     async def spawn(self, count: int, config: ScanConfig) -> None:
         """Start ``count`` worker processes (none when ``count`` is 1: this process runs the scan),
         the :class:`Preforked` ones first, the others as new interpreters, and give worker ``i``
-        its order: ``config`` and shard ``i`` of ``count``. Forked workers not needed are
-        discarded now."""
+        its order: ``config``, its place ``i`` of ``count`` (its share of the limits) and its end
+        of the work queue. Forked workers not needed are discarded now."""
         wanted = count if count > 1 else 0
         forked, queue = self.preforked.take(wanted) if self.preforked is not None else ([], None)
         if self.preforked is not None:
@@ -451,7 +449,7 @@ class ShardExecutor:
     async def keep(self, count: int) -> None:
         """Once the attempts are counted: keep the workers when ``count`` is as many, stop them all
         when it is 1 or less (they have only built what a scan needs: nothing to lose), and start
-        ``count`` others, each told its new shard, for any other ``count``."""
+        ``count`` others, each told its new place and share of the limits, for any other ``count``."""
         if count == self.count:
             return
         unused, self._workers = self._workers, []
