@@ -523,10 +523,10 @@ def test_prefork_forks_nothing_where_the_scan_would_not_use_workers(monkeypatch)
 
 
 def test_prefork_builds_the_probes_once_for_the_workers_and_the_scan(monkeypatch, tmp_path) -> None:
-    seen: list[dict] = []
+    seen: list = []
 
-    def fork(cls, count, entry):  # what a forked child would find
-        seen.append(dict(shard_worker._BUILT))
+    def fork(cls, count, entry):  # what a forked child would run with
+        seen.append(entry)
         return cls([])
 
     monkeypatch.setattr(Preforked, "fork", classmethod(fork))
@@ -537,8 +537,8 @@ def test_prefork_builds_the_probes_once_for_the_workers_and_the_scan(monkeypatch
     assert forked is not None and forked.built is not None
     key, probes = forked.built
     assert key == config_key(config.as_dict()) and [p.name for p in probes] == ["encoding.Base64", "encoding.Hex"]
-    assert seen == [{key: probes}]  # the children start with them...
-    assert shard_worker._BUILT == {}  # ... and this process keeps none but the Preforked's
+    (entry,) = seen  # the children run the worker's main with the same probes
+    assert entry.func is shard_worker.main and entry.args == ((key, probes),)
     missing = ScanConfig(model="openai:m", dataset=str(tmp_path / "nosuch.jsonl"), concurrency=64)
     assert prefork(missing, ExecutorConfig(processes=2), shareable=True) is None  # the scan says why
     assert len(seen) == 1

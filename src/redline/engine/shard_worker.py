@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import os
 import signal
@@ -45,10 +46,6 @@ from redline.store import Store
 
 __all__ = ["REPORT_EVERY", "main", "prefork"]
 
-#: In a forked worker: the probes :func:`prefork` built before the fork, by the key of their
-#: configuration (:func:`~redline.engine.shards.config_key`); a worker told that configuration
-#: runs them instead of building them again.
-_BUILT: dict[str, list[Probe]] = {}
 
 #: Seconds between two progress lines.
 REPORT_EVERY = 0.05
@@ -79,7 +76,7 @@ class _Channel:
             self.flush()
 
 
-async def _shard(channel: _Channel) -> None:
+async def _shard(channel: _Channel, built: tuple[str, list[Probe]] | None = None) -> None:
     loop = asyncio.get_running_loop()
     main_task = asyncio.current_task()
     assert main_task is not None
@@ -109,14 +106,14 @@ async def _shard(channel: _Channel) -> None:
     watcher = asyncio.ensure_future(watch_input())
     reporter = asyncio.ensure_future(channel.report())
     store = Store(order["store"])
-    built = _BUILT.pop(config_key(order["config"]), None)
-    _BUILT.clear()
+    # probes built before the fork (prefork) for the configuration it is told: run, not built again
+    probes = built[1] if built is not None and built[0] == config_key(order["config"]) else None
     try:
         await run_shard(
             ScanConfig.from_dict(order["config"]),
             store,
             begun,
-            probes=built,
+            probes=probes,
             concurrency=int(order["concurrency"]),
             retry_errors=bool(order.get("retry_errors")),
             on_commit=channel.advance,
@@ -129,14 +126,16 @@ async def _shard(channel: _Channel) -> None:
         channel.flush()
 
 
-def main() -> None:
-    """The worker process: one shard of a run (see the module docstring)."""
+def main(built: tuple[str, list[Probe]] | None = None) -> None:
+    """The worker process: its part of a run (see the module docstring). ``built``: in a forked
+    worker, the probes :func:`prefork` built before the fork, with the
+    :func:`~redline.engine.shards.config_key` of their configuration."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the scan's process decides when to stop
     channel = _Channel(os.fdopen(os.dup(1), "wb"))
     os.dup2(2, 1)  # a stray print must not mix with the lines
     code = 0
     try:
-        run_async(_shard(channel))
+        run_async(_shard(channel, built))
         channel.send({"finished": True})
     except asyncio.CancelledError:  # told to stop: what it finished is committed
         pass
@@ -178,16 +177,13 @@ def prefork(config: ScanConfig | None, executor: ExecutorConfig | None, *, share
         probes = build_probes(config)
     except Exception:  # the scan builds them again and reports the error in its own words
         return None
-    key = config_key(config.as_dict())  # (building may normalise the configuration: the key after)
-    _BUILT[key] = probes
+    built = (config_key(config.as_dict()), probes)  # (building may normalise the configuration: the key after)
     loop_factory()  # its module imported once, for them all
     try:
-        forked = Preforked.fork(count, main)
+        forked = Preforked.fork(count, functools.partial(main, built))
     except (OSError, RuntimeError):  # no more processes, or building started a thread: the scan
         return None  # starts its workers itself, or says why not
-    finally:
-        _BUILT.clear()  # (this process's own: the scan takes them from the Preforked)
-    forked.built = (key, probes)
+    forked.built = built
     return forked
 
 

@@ -172,26 +172,22 @@ class WorkQueue:
     are told the run, so that none finds the pipe empty early."""
 
     def __init__(self) -> None:
-        self.read_fd, self._write_fd = os.pipe()
+        self.read_fd, self.write_fd = os.pipe()
         os.set_blocking(self.read_fd, False)  # the workers' end (a property of the pipe, shared)
-
-    @property
-    def write_fd(self) -> int:
-        return self._write_fd
 
     def fill(self, positions: int) -> int:
         """Write the stretches covering ``positions`` positions; their length (each worker is told it)."""
         size = max(MIN_STRETCH, -(-positions // MAX_STRETCHES))
         data = memoryview(b"".join(i.to_bytes(4, "little") for i in range(-(-positions // size))))
         while data:
-            data = data[os.write(self._write_fd, data[:4096]) :]
+            data = data[os.write(self.write_fd, data[:4096]) :]
         return size
 
     def close(self) -> None:
-        for fd in (self.read_fd, self._write_fd):
+        for fd in (self.read_fd, self.write_fd):
             with contextlib.suppress(OSError):
                 os.close(fd)
-        self.read_fd = self._write_fd = -1
+        self.read_fd = self.write_fd = -1
 
 
 def claimed(fd: int, size: int) -> Iterator[tuple[int, int]]:
