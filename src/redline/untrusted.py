@@ -279,7 +279,9 @@ def load_json(text: str | bytes, max_depth: int = MAX_DEPTH) -> Any:
         raise UntrustedInputError(f"values nested more than {max_depth} levels deep") from None
     except ValueError as exc:  # e.g. the limit on the digits of an integer
         raise UntrustedInputError(f"a value cannot be read: {str(exc).splitlines()[0]}") from None
-    check_depth(value, max_depth)
+    brackets = text.count("[") + text.count("{") if isinstance(text, str) else text.count(b"[") + text.count(b"{")
+    if brackets > max_depth:  # (fewer brackets cannot nest deeper)
+        check_depth(value, max_depth)
     return value
 
 

@@ -50,6 +50,50 @@ def test_help_is_fast_and_lists_commands():
     assert elapsed < 5  # generous for a loaded CI box; measured ~0.2 s
 
 
+def test_commands_in_modules_of_their_own_are_loaded_when_asked_for():
+    # every command is listed, in order; a scan's start loads none of the other commands' modules
+    proc = redline("--help")
+    listed = [line.split()[0] for line in proc.stdout.split("Commands:")[1].splitlines() if line.strip()]
+    assert listed == [
+        "scan",
+        "list",
+        "runs",
+        "show",
+        "report",
+        "compare",
+        "review",
+        "demo",
+        "view",
+        "lve",
+        "detectors",
+    ]
+    lazy = ["redline.cli.report", "redline.cli.review", "redline.cli.view", "redline.view", "redline.cli.detectors"]
+    started = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys, redline.cli.main\n"
+            "print([m for m in " + repr(lazy) + " if m in sys.modules])\n"
+            "print([m for m in ('urllib.request', 'email', 'importlib.metadata') if m in sys.modules])",
+        ],
+        capture_output=True,
+        text=True,
+    )
+    assert started.stdout.splitlines() == ["[]", "[]"], started.stderr
+    # and each is there when named
+    for args, needle in (
+        (["report", "--help"], "--html"),
+        (["compare", "--help"], "significant"),
+        (["view", "--help"], "--port"),
+        (["detectors", "validate", "--help"], "--detector"),
+        (["lve", "run", "--help"], "--trust-code"),
+        (["review", "--help"], "--export"),
+        (["demo", "--help"], "--json"),
+    ):
+        shown = redline(*args)
+        assert shown.returncode == 0 and needle in shown.stdout, (args, shown.stdout, shown.stderr)
+
+
 def test_scan_json_show_json_and_runs(tmp_path):
     db = str(tmp_path / "r.db")
     proc = redline(

@@ -40,7 +40,7 @@ from redline.generators import Generator, get_generator
 from redline.report.formatting import pct, pct_interval, plural
 from redline.store import ValidationRecord
 
-__all__ = ["app", "parse_options", "validate"]
+__all__ = ["app", "parse_options", "register", "validate"]
 
 app = typer.Typer(
     help="Check detectors against human-labelled outputs (validate), list them (list).",
@@ -236,3 +236,8 @@ def _print_result(detector: Detector, file: Path, result: ValidationResult, posi
     out_console.print(
         f"undetected (no score, left out of the metrics): {result.undetected}", markup=False, highlight=False
     )
+
+
+def register(parent: typer.Typer) -> None:
+    """Add the ``detectors`` command group to the ``redline`` app."""
+    parent.add_typer(app, name="detectors")

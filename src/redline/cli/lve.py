@@ -270,3 +270,8 @@ def record(
         results = run_async(go())
         unsafe = sum(1 for run_result, _ in results if not run_result.safe)
         typer.echo(f"recorded {plural(len(results), 'instance')}, {unsafe} unsafe, to {results[-1][1]}")
+
+
+def register(parent: typer.Typer) -> None:
+    """Add the ``lve`` command group to the ``redline`` app."""
+    parent.add_typer(app, name="lve")

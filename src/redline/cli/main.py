@@ -8,6 +8,7 @@ and exit status 1, never a traceback (set ``REDLINE_DEBUG=1`` to see one).
 from __future__ import annotations
 
 import gc
+import importlib
 import os
 import sys
 from enum import Enum
@@ -19,12 +20,7 @@ import typer
 from redline.attacks.strategies.base import parse_strategy_opts
 from redline.cli import budget as budget_cli
 from redline.cli import common
-from redline.cli import demo as demo_cli
-from redline.cli import detectors as detectors_cli
 from redline.cli import lve as lve_cli
-from redline.cli import report as report_cli
-from redline.cli import review as review_cli
-from redline.cli import view as view_cli
 from redline.cli.common import err_console
 from redline.datasets import parse_columns
 from redline.detectors import check_detector_spec
@@ -35,13 +31,47 @@ from redline.errors import RedlineError, UsageError
 from redline.generators.transport.secrets import has_masked_userinfo, mask_url
 from redline.lve.isolation import CheckerLimits, configure_shared_pool
 
+#: The commands that live in modules of their own, in the order ``redline --help`` lists them
+#: (after those defined here): name → the module whose ``register(app)`` adds it. A module is
+#: imported when one of its commands is run or listed, so that a scan does not load the web
+#: viewer, the report writers, the reviewer or the detectors' validation (click's lazily loaded
+#: subcommands).
+LAZY_COMMANDS = {
+    "report": "redline.cli.report",
+    "compare": "redline.cli.report",
+    "review": "redline.cli.review",
+    "demo": "redline.cli.demo",
+    "view": "redline.cli.view",
+    "lve": "redline.cli.lve",
+    "detectors": "redline.cli.detectors",
+}
+
+_APP_SETTINGS: dict[str, Any] = {"add_completion": False, "pretty_exceptions_enable": False, "rich_markup_mode": None}
+
+
+class LazyCommands(typer.core.TyperGroup):
+    """The ``redline`` command group: the commands of :data:`LAZY_COMMANDS` are added when first
+    asked for by name (to run them, or to list them in ``--help``)."""
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        return [*super().list_commands(ctx), *(name for name in LAZY_COMMANDS if name not in self.commands)]
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        module = LAZY_COMMANDS.get(cmd_name)
+        if module is not None and cmd_name not in self.commands:
+            holder = typer.Typer(**_APP_SETTINGS)
+            importlib.import_module(module).register(holder)
+            for name, command in typer.main.get_group(holder).commands.items():
+                self.add_command(command, name)
+        return super().get_command(ctx, cmd_name)
+
+
 app = typer.Typer(
     name="redline",
     help="Probe large language models for vulnerabilities, unsafe behaviour and bias.",
     no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-    rich_markup_mode=None,
+    cls=LazyCommands,
+    **_APP_SETTINGS,
 )
 
 # The command-line parser's exceptions, from the module that defines typer's BadParameter: click's
@@ -553,20 +583,6 @@ def _check_probes(selection: str | None) -> str | None:
     if selection is not None and not any(entry.strip() for entry in selection.split(",")):
         raise UsageError("--probes is empty: name probes or families, or leave the option out for the default set")
     return selection
-
-
-def _mount_subcommands() -> None:
-    """Mount the commands that live in their own modules (``lve``, ``detectors``, ``report``/``compare``,
-    ``review``, ``demo``, ``view``)."""
-    app.add_typer(lve_cli.app, name="lve")
-    app.add_typer(detectors_cli.app, name="detectors")
-    report_cli.register(app)
-    review_cli.register(app)
-    demo_cli.register(app)
-    view_cli.register(app)
-
-
-_mount_subcommands()
 
 
 def _absolute_model_path(spec: str) -> str:

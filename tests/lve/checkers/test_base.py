@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.metadata
 from importlib.metadata import EntryPoint
 
 import pytest
@@ -169,7 +170,8 @@ def test_registry_loads_third_party_checkers_from_entry_points(monkeypatch):
 def test_entry_points_are_read_lazily(monkeypatch):
     calls = []
     monkeypatch.setattr(registry, "_ENTRY_POINTS", None)
-    monkeypatch.setattr(registry, "entry_points", lambda group: calls.append(group) or [])
+    # importlib.metadata is imported when the entry points are first read (not when redline starts)
+    monkeypatch.setattr(importlib.metadata, "entry_points", lambda group: calls.append(group) or [])
     get_checker_class("RegexChecker")
     assert calls == []  # a built-in never touches the entry points
     with pytest.raises(UnknownCheckerError):

@@ -32,7 +32,6 @@ import base64
 import os
 import sys
 import urllib.parse
-import urllib.request
 from collections.abc import Awaitable, Callable
 from typing import Any, ClassVar
 
@@ -95,6 +94,7 @@ class HTTPGenerator(RemoteGenerator):
         self._default_headers: dict[str, str] = {}
         self._start_lock: asyncio.Lock | None = None
         self._proxies: dict[tuple[str, str], str | None] = {}
+        self._url_proxies: dict[str, str | None] = {}
         self._targets: dict[str, tuple[str, dict[str, str] | None]] = {}
         #: HTTP requests sent (with :attr:`retries`, for the summary of a benchmark or a test).
         self.requests_sent = 0
@@ -211,14 +211,23 @@ class HTTPGenerator(RemoteGenerator):
         ``ALL_PROXY``, in either case), unless ``NO_PROXY`` exempts its host; read once per scheme
         and host (aiohttp's own ``trust_env`` reads the environment in a thread for every request,
         which costs more than the request)."""
+        if url in self._url_proxies:  # (every request of a scan is sent to one URL)
+            return self._url_proxies[url]
         parts = urllib.parse.urlsplit(url)
         key = (parts.scheme, parts.hostname or "")
         if key not in self._proxies:
             proxy = None
-            if not urllib.request.proxy_bypass_environment(key[1]):  # type: ignore[attr-defined]
-                found = urllib.request.getproxies_environment()
-                proxy = found.get(key[0]) or found.get("all") or None
+            # urllib.request (with http.client and email, 10 ms) is loaded only when a variable
+            # ending in _proxy is set: without one, it finds no proxy
+            if any(name[-6:].lower() == "_proxy" for name in os.environ):
+                from urllib.request import getproxies_environment, proxy_bypass_environment  # type: ignore[attr-defined]
+
+                if not proxy_bypass_environment(key[1]):
+                    found = getproxies_environment()
+                    proxy = found.get(key[0]) or found.get("all") or None
             self._proxies[key] = proxy
+        if len(self._url_proxies) < 64:  # a generator sends to one or two URLs
+            self._url_proxies[url] = self._proxies[key]
         return self._proxies[key]
 
     def _target(self, url: str) -> tuple[str, dict[str, str] | None]:

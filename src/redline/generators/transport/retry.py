@@ -17,7 +17,6 @@ is decided here.
 from __future__ import annotations
 
 import asyncio
-import email.utils
 import random
 import time
 from collections.abc import Awaitable, Callable
@@ -156,6 +155,9 @@ def parse_retry_after(headers: Any) -> float | None:
         return max(0.0, float(value))
     except ValueError:
         pass
+    # an HTTP date is rare (most servers send seconds): its parser (the email package) is loaded then
+    import email.utils
+
     try:
         when = email.utils.parsedate_to_datetime(value)
     except (TypeError, ValueError, IndexError):
