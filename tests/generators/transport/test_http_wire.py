@@ -36,7 +36,7 @@ def ok(body: bytes = ANSWER) -> bytes:
     return b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: %d\r\n\r\n%s" % (len(body), body)
 
 
-def test_a_request_without_a_proxy_does_not_import_aiohttp(env):
+def test_a_request_without_a_proxy_does_not_import_aiohttp_nor_urllib_request(env):
     code = """
 import asyncio, sys
 from redline.attempt import Conversation, Message, Turn
@@ -60,12 +60,13 @@ async def main():
     (out,) = await gen.generate(Conversation(turns=[Turn(role="user", content=Message(text="hi"))]), 1)
     await gen.aclose()
     server.close()
-    print(out.text, "aiohttp" in sys.modules)
+    print(out.text, "aiohttp" in sys.modules, "urllib.request" in sys.modules)
 
 asyncio.run(main())
 """
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
-    assert result.stdout.split() == ["ok", "False"], result.stderr
+    # nor urllib.request (with http.client and email), read only when a *_proxy variable is set
+    assert result.stdout.split() == ["ok", "False", "False"], result.stderr
 
 
 async def test_a_proxy_from_the_environment_sends_through_aiohttp(env):
