@@ -1,9 +1,9 @@
-"""A scan's worker process (see :mod:`redline.engine.shards`): runs one shard of a run's attempts.
+"""A scan's worker process (see :mod:`redline.engine.shards`): runs its part of a run's attempts.
 
 Started by :class:`~redline.engine.shards.ShardExecutor` as
 ``python -P -c "from redline.engine.shard_worker import main; main()"``, or forked by
 :func:`prefork` to run :func:`main`. It reads a JSON line
-on its standard input (the store's path, the run's configuration, its place and concurrency,
+on its standard input (the store's path, the run's configuration with its share of the limits, its concurrency,
 the descriptor of its end of the run's :class:`~redline.engine.shards.WorkQueue`), builds the
 probes, generator and detectors, reads a second line (``{"run_id": …, "stretch": N}``: the
 run, created meanwhile, and the length of the queue's stretches), runs the stretches of
@@ -12,8 +12,8 @@ left, and writes JSON lines on its standard output for the process that started 
 
 - ``{"advance": N}``: N more attempts committed to the store (sent at most every
   :data:`REPORT_EVERY` seconds);
-- ``{"error": MESSAGE, "type": CLASS}``: the shard stopped on this error;
-- ``{"finished": true}``: every attempt of the shard is committed.
+- ``{"error": MESSAGE, "type": CLASS}``: the worker stopped on this error;
+- ``{"finished": true}``: every attempt it claimed is committed.
 
 It stops, committing what it finished, on ``SIGTERM`` or when its standard input closes. Its
 standard output carries only these lines (anything else printed goes to standard error).

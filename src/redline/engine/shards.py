@@ -466,8 +466,8 @@ class ShardExecutor:
 
     def order(self, config: ScanConfig, index: int, count: int) -> dict[str, Any]:
         """What worker ``index`` of ``count`` is told: the store, the run's configuration with
-        its share of the limits, its place and concurrency, the descriptor of its end of the
-        work queue, and the LVE checkers' limits of this process (``--checker-timeout``,
+        its share of the limits (its place ``index`` of ``count``), its concurrency, the descriptor of
+        its end of the work queue, and the LVE checkers' limits of this process (``--checker-timeout``,
         ``--checker-memory``)."""
         config_data, concurrency = shard_config(config, self.concurrency, index, count)
         limits = shared_pool_limits()
@@ -476,7 +476,6 @@ class ShardExecutor:
             "store": self.store_path,
             "config": config_data,
             "concurrency": concurrency,
-            "shard": [index, count],
             "queue": self.queue.read_fd if self.queue is not None else None,
             "retry_errors": self.retry_errors,
         }
