@@ -8,6 +8,7 @@ import json
 
 import pytest
 
+from redline import jsonio
 from redline.attempt import (
     ATTEMPT_COMPLETE,
     ATTEMPT_NEW,
@@ -16,6 +17,8 @@ from redline.attempt import (
     AttemptError,
     Conversation,
     Message,
+    Tool,
+    ToolCall,
     Turn,
 )
 
@@ -151,6 +154,53 @@ def test_as_dict_from_dict_round_trip_is_lossless_and_json_ready():
     assert b.uuid == a.uuid and b.status == ATTEMPT_COMPLETE
     assert data["prompt"]["turns"][1]["content"]["text"] == "q"
     assert [o["text"] for o in data["outputs"]] == ["c", "d"]
+
+
+def _written(attempt: Attempt) -> str:
+    """What the store writes of ``attempt`` (or the error that stops it)."""
+    try:
+        return attempt.as_json()
+    except TypeError as exc:
+        return f"TypeError: {exc}"
+
+
+def _through_as_dict(attempt: Attempt) -> str:
+    try:
+        return jsonio.dumps(attempt.as_dict())
+    except TypeError as exc:
+        return f"TypeError: {exc}"
+
+
+def _attempts_of_every_shape() -> list[Attempt]:
+    plain = Attempt(prompt="q", probe_classname="p.Q", seq=0, notes={"k": (1, 2), 3: "non-text key"})
+    plain.outputs = ["a"]
+    plain.detector_results = {"det": [0.25]}
+    multi = Attempt(
+        prompt=Conversation([Turn("system", Message("sys")), Turn("user", Message("q", lang="en"))], notes={"c": 1}),
+        targets=("x", "y"),
+        notes={"original_prompt": Conversation([Turn("user", Message("before"))]), "said": Message("m")},
+    )
+    multi.outputs = [Message("a", notes={"finish": "stop"}, data_type=("text/plain", None)), None]
+    multi.add_user_turns(["more"])
+    multi.outputs = ["c", "d"]
+    multi.reverse_translation_outputs = [Message("rc", lang="en"), Message("rd", lang="en")]
+    tools = Attempt(prompt=Conversation([Turn("user", Message("q"))], tools=[Tool("search", "finds", {})]))
+    tools.outputs = [Message(None, tool_calls=[ToolCall("c1", "search", {"q": "Peru"})])]
+    tools.add_user_turns([Message("found", tool_call_id="c1")])
+    tools.outputs = ["done"]
+    odd = [Attempt(prompt="q", notes={"n": 2**70}), Attempt(prompt="q", notes={"t": ToolCall("c", "f", {})})]
+    odd += [Attempt(prompt="q", notes={"s": {1, 2}}), Attempt(prompt="q", probe_params={"b": b"bytes"})]
+    return [plain, multi, tools, Attempt(prompt="only a prompt"), *odd]
+
+
+def test_as_json_writes_what_as_dict_gives():
+    """The store writes an attempt with :meth:`Attempt.as_json`, which skips as_dict's copies:
+    the text is the same, an attempt orjson cannot write as it is included (and the same error
+    for one that cannot be written at all)."""
+    for attempt in _attempts_of_every_shape():
+        assert _written(attempt) == _through_as_dict(attempt), attempt
+    stored = Attempt.from_dict(jsonio.loads(_attempts_of_every_shape()[1].as_json()), owned=True)
+    assert _written(stored) == _through_as_dict(stored)  # conversations not yet built from the store
 
 
 def test_round_trip_of_attempt_without_outputs():

@@ -199,6 +199,50 @@ def test_json_object_lines_skips_blank_lines_and_raises_the_first_bad_one(tmp_pa
         list(json_object_lines(path, max_line=100, max_file=50))
 
 
+def _outcome(path, **limits):
+    """What :func:`json_object_lines` gives for ``path``: its (line, object) pairs, then the
+    refusal that ended it (type, message), if any."""
+    read = []
+    try:
+        for number, value in json_object_lines(path, **limits):
+            read.append((number, repr(value)))
+    except UntrustedInputError as exc:
+        read.append((type(exc).__name__, str(exc)))
+    return read
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        b'{"a": 1}\r\n{"b": [1, 2.5, -0.0, 1e-400]}\r\n',
+        b"\xef\xbb\xbf" + b'{"bom": "first line"}\n{"b": 2}',  # no line end at the end
+        b'{"a": 1}\n\xef\xbb\xbf{"bom": "not first"}\n',
+        b'{"big": 123456789012345678901234567890, "neg": -9223372036854775809}\n',
+        b'{"nan": NaN, "inf": 1e400}\n{"lone": "\\ud800"}\n',
+        b'{"nul": "\x00"}\n',
+        b'{"a": "\xff"}\n',
+        "\n".join(
+            json.dumps({"text": "x"}, ensure_ascii=False).encode("utf-16").decode("latin-1") for _ in range(2)
+        ).encode("latin-1"),
+        b'{"deep": ' + b"[" * (MAX_DEPTH + 1) + b"]" * (MAX_DEPTH + 1) + b"}\n",
+        b'{"ok": ' + b"[" * (MAX_DEPTH - 2) + b"]" * (MAX_DEPTH - 2) + b"}\n",
+        b'{"a": 1, "a": 2}\n[1]\n',
+        b'{"a": "' + b"x" * 91 + b'"}\n{"b": 1}\n',  # 100 bytes: the most a line may hold
+        b'{"a": "' + b"x" * 92 + b'"}\n',  # 101
+        b'{"a": "' + b"x" * 92 + b'"}',  # 101, the last line without its end
+        b"\n\n  \r\n",
+    ],
+)
+def test_json_object_lines_reads_a_whole_file_as_it_streams_one(tmp_path, monkeypatch, content):
+    """A file read at once (parsed by orjson) gives the values and refusals, messages and lines
+    included, that the same file gives streamed line by line (parsed by :mod:`json`)."""
+    path = tmp_path / "d.jsonl"
+    path.write_bytes(content)
+    whole = _outcome(path, max_line=100, max_file=10_000)
+    monkeypatch.setattr("redline.untrusted.WHOLE_READ_BYTES", 0)
+    assert whole == _outcome(path, max_line=100, max_file=10_000)
+
+
 def test_check_depth_counts_lists_and_objects():
     check_depth({"a": [{"b": [1]}]}, 4)
     with pytest.raises(UntrustedInputError):

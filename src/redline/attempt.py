@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from redline import jsonio
 from redline.errors import RedlineError
 
 __all__ = [
@@ -662,6 +663,57 @@ class Attempt:
             "reverse_translation_outputs": [m.as_dict() for m in self.reverse_translation_outputs],
         }
 
+    def as_json(self) -> str:
+        """``jsonio.dumps(self.as_dict())``, the same text, written without :meth:`as_dict`'s
+        copies of the notes, parameters and scores: how the store writes an attempt. An attempt
+        holding what orjson would write otherwise than :meth:`as_dict` has it written (a
+        dataclass other than a conversation, turn or message, an integer beyond 64 bits) is
+        written through :meth:`as_dict`. (One difference: a conversation, turn or message kept
+        in the notes of a message or conversation, which :meth:`as_dict` leaves to orjson to
+        write field by field, is written as its ``as_dict``, as it is anywhere else.)"""
+        prompt = self.prompt_view()
+        value = {
+            "entry_type": "attempt",
+            "uuid": self.uuid,
+            "seq": self.seq,
+            "status": self.status,
+            "probe_classname": self.probe_classname,
+            "probe_params": self.probe_params,
+            "targets": self.targets,
+            "prompt": prompt,
+            "outputs": self.outputs,
+            "detector_results": self.detector_results,
+            "notes": self.notes,
+            "goal": self.goal,
+            "conversations": self.conversations,
+            "output_layers": self._layers,
+            "reverse_translation_outputs": self.reverse_translation_outputs,
+        }
+        try:
+            return jsonio.dumps_objects(value, _json_object)
+        except TypeError:
+            return jsonio.dumps(self.as_dict())
+
+    def notes_json(self) -> str:
+        """The JSON text of :attr:`notes` as :meth:`as_json` writes them (the store keeps it
+        apart too: see :meth:`from_stored`)."""
+        try:
+            return jsonio.dumps_objects(self.notes, _json_object)
+        except TypeError:
+            return jsonio.dumps(_jsonable(self.notes))
+
+    @staticmethod
+    def from_stored(data: str | bytes, notes: str | bytes) -> Attempt:
+        """The attempt stored as ``data`` (:meth:`as_json`) with its ``notes``
+        (:meth:`notes_json`), its notes read now and the rest when first used: phase 4 and the
+        summary read the notes of every attempt of a probe and, mostly, nothing else. An
+        attribute set before the rest is read keeps its value. ``ValueError`` when ``notes`` is
+        not JSON, and at first use when ``data`` is not."""
+        attempt = _StoredAttempt.__new__(_StoredAttempt)
+        attempt.notes = jsonio.loads(notes) or {}
+        attempt._pending = data
+        return attempt
+
     @classmethod
     def from_dict(cls, value: dict, *, owned: bool = False) -> Attempt:
         """Rebuild an attempt from :meth:`as_dict` output. With ``owned``, ``value`` was just
@@ -710,6 +762,23 @@ class Attempt:
         )
 
 
+class _StoredAttempt(Attempt):
+    """An attempt of :meth:`Attempt.from_stored`: its notes read, the rest of what the store
+    holds (``_pending``, its JSON) read at the first use of anything else."""
+
+    _pending: str | bytes
+
+    def __getattr__(self, name: str) -> Any:  # only for what is not set yet
+        pending = self.__dict__.pop("_pending", None)
+        if pending is None:
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        value = jsonio.loads(pending)
+        value["notes"] = None  # the notes already read are kept (and perhaps changed since)
+        for key, item in vars(Attempt.from_dict(value, owned=True)).items():
+            self.__dict__.setdefault(key, item)
+        return getattr(self, name)
+
+
 _UUIDS = random.Random()  # seeded from the system's randomness; again in a forked child
 os.register_at_fork(after_in_child=_UUIDS.seed)
 
@@ -742,6 +811,35 @@ def _jsonable(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [_jsonable(v) for v in value]
     return copy.deepcopy(value)
+
+
+def _json_object(value: Any) -> dict:
+    """:meth:`Attempt.as_json`'s writer of the objects orjson leaves to it: a conversation, turn
+    or message as the ``as_dict`` of its class writes it, without copying what it holds (orjson
+    writes it at once, and calls this again for a turn or message inside). ``TypeError`` for any
+    other object."""
+    kind = type(value)
+    if kind is Message:
+        fields: dict[str, Any] = {
+            "text": value.text,
+            "lang": value.lang,
+            "data_path": value.data_path,
+            "data_type": value.data_type,
+            "data_checksum": value.data_checksum,
+            "notes": value.notes or {},
+        }
+        if value.tool_calls or value.tool_call_id is not None:
+            return value.as_dict()
+        return fields
+    if kind is Turn:
+        return {"role": value.role, "content": value.content}
+    if kind is Conversation:
+        if value.tools:
+            return value.as_dict()
+        return {"turns": value.turns, "notes": value.notes or {}}
+    if isinstance(value, (Conversation, Message, Turn)):  # a subclass may write itself otherwise
+        return value.as_dict()
+    raise TypeError(f"{type(value).__name__} is written through as_dict")
 
 
 def texts(messages: Iterable[Message | None]) -> list[str | None]:

@@ -17,15 +17,19 @@ fall back to :mod:`json` for what it does not take, with the same result for rea
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
-__all__ = ["dumps", "dumps_bytes", "loads"]
+__all__ = ["dumps", "dumps_bytes", "dumps_objects", "loads", "orjson_loads"]
 
 _orjson: Any
 try:
     import orjson as _orjson
 except ImportError:  # pragma: no cover - orjson is a dependency; a bare install still works
     _orjson = None
+
+
+_OBJECTS_OPTIONS = (_orjson.OPT_NON_STR_KEYS | _orjson.OPT_PASSTHROUGH_DATACLASS) if _orjson is not None else 0
 
 
 def dumps(value: Any) -> str:
@@ -36,6 +40,16 @@ def dumps(value: Any) -> str:
         except TypeError:
             pass
     return json.dumps(value, separators=(",", ":"))
+
+
+def dumps_objects(value: Any, default: Callable[[Any], Any]) -> str:
+    """``value`` as compact JSON text, as :func:`dumps` writes it, where ``default`` turns each
+    object orjson does not write itself (a dataclass instance included) into one it writes.
+    ``TypeError`` where :func:`dumps` would go to :mod:`json` (an integer beyond 64 bits, or
+    orjson not installed) or ``default`` raises it: the caller then writes the value another way."""
+    if _orjson is None:
+        raise TypeError("orjson is not installed")
+    return _orjson.dumps(value, default=default, option=_OBJECTS_OPTIONS).decode()
 
 
 def dumps_bytes(value: Any) -> bytes:
@@ -56,3 +70,13 @@ def loads(text: str | bytes) -> Any:
         except ValueError:
             pass
     return json.loads(text)
+
+
+def orjson_loads(data: bytes) -> Any:
+    """orjson's value of the JSON ``data``, without :func:`loads`' second reading: ``ValueError``
+    when orjson refuses it (or is not installed), for a caller that then reads it its own way.
+    Unlike :mod:`json`, orjson reads an integer beyond 64 bits as a float, and refuses ``NaN``,
+    an infinite number and a lone surrogate."""
+    if _orjson is None:
+        raise ValueError("orjson is not installed")
+    return _orjson.loads(data)

@@ -35,6 +35,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from redline import jsonio
 from redline.errors import RedlineError
 
 __all__ = [
@@ -308,12 +309,74 @@ def json_object_lines(path: str | Path, *, max_line: int, max_file: int) -> Iter
     streamed and bounded as :func:`iter_lines` reads it, each line a :func:`json_object`.
 
     The first line that cannot be used raises its :class:`UntrustedInputError` (with its line);
-    a file over ``max_file`` raises one without a line; ``OSError`` as ``open`` raises it."""
+    a file over ``max_file`` raises one without a line; ``OSError`` as ``open`` raises it.
+
+    A file of at most :data:`WHOLE_READ_BYTES` on disk is read at once and each of its lines
+    parsed by orjson (:func:`redline.jsonio.orjson_loads`, several times faster); a line that parser refuses
+    or reads as anything but an object with few brackets is read again as a streamed line is,
+    so the values, refusals and messages are the same either way."""
+    whole = _whole_file(path, min(max_file, WHOLE_READ_BYTES))
+    if whole is not None:
+        yield from _json_object_lines_of(whole, max_line=max_line)
+        return
     for number, text in iter_lines(path, max_line=max_line, max_file=max_file):
         if isinstance(text, UntrustedInputError):
             raise text
         if text.strip():
             yield number, json_object(text, number)
+
+
+#: A JSONL file up to this size on disk is read whole by :func:`json_object_lines`.
+WHOLE_READ_BYTES = 16 * MIB
+
+
+def _whole_file(path: str | Path, limit: int) -> bytes | None:
+    """The bytes of the regular file ``path`` when its size on disk is at most ``limit`` (and it
+    did not grow past it meanwhile); ``None`` for a larger file, a pipe or another special file,
+    to be streamed instead. ``OSError`` as ``open`` raises it."""
+    with open(path, "rb") as handle:
+        size = _size_on_disk(handle)
+        if size is None or size > limit:
+            return None
+        data = handle.read(limit + 1)
+    return data if len(data) <= limit else None
+
+
+def _json_object_lines_of(data: bytes, *, max_line: int) -> Iterator[tuple[int, dict[str, Any]]]:
+    """:func:`json_object_lines` over the bytes ``data`` of a whole file."""
+    lines = data.split(b"\n")
+    if lines and not lines[-1]:  # the file ends with a line end
+        lines.pop()
+    for number, raw in enumerate(lines, 1):
+        if len(raw) > max_line:  # as the streamed reader bounds a line (its end not counted)
+            raise UntrustedInputError(f"too long (more than {describe_size(max_line)} in one line)", number)
+        value = _plain_object(raw)
+        if value is None:  # anything unusual: as the streamed reader reads it
+            text = _decode(raw, nul_ok=False, first_line=number)
+            if number == 1 and text.startswith("\ufeff"):
+                text = text[1:]
+            text = text.rstrip("\r")
+            if not text.strip():
+                continue
+            value = json_object(text, number)
+        yield number, value
+
+
+_LONG_NUMBER = re.compile(rb"[0-9]{19}")
+
+
+def _plain_object(raw: bytes) -> dict[str, Any] | None:
+    """The JSON object on the line ``raw``, read by :func:`redline.jsonio.orjson_loads`, when the
+    bracket count proves it nested no deeper than :data:`MAX_DEPTH` and no number is long enough
+    for orjson to read it otherwise than :mod:`json` does (an integer beyond 64 bits); ``None``
+    for anything else, left to :func:`json_object`."""
+    if raw.count(b"[") + raw.count(b"{") > MAX_DEPTH or _LONG_NUMBER.search(raw):
+        return None
+    try:
+        value = jsonio.orjson_loads(raw)
+    except ValueError:
+        return None
+    return value if type(value) is dict else None
 
 
 # -- YAML -------------------------------------------------------------------------------------------

@@ -219,6 +219,9 @@ async def test_workers_store_what_one_process_stores(tmp_path, monkeypatch, spaw
             executor=ExecutorConfig(processes=2),
             progress=lambda event, done, total: advanced.append(done) if event == "advance" else None,
         )
+        for pid in spawned[1]:  # the workers are gone when the scan returns
+            with pytest.raises(ProcessLookupError):
+                os.kill(pid, 0)
         again = await scan(config_for(server), two, executor=ExecutorConfig(processes=2))
     assert len(server.requests) == 120  # the third scan was answered from the store's cache, in its workers
     assert len(spawned[2]) == 2 and two.count_attempts(again) == 60
@@ -230,9 +233,6 @@ async def test_workers_store_what_one_process_stores(tmp_path, monkeypatch, spaw
     first, second = run_summary(one, one_run), run_summary(two, two_run)
     assert first["probes"] == second["probes"]
     assert two.get_run(two_run).status == "complete"
-    for pid in spawned[1]:  # the workers are gone
-        with pytest.raises(ProcessLookupError):
-            os.kill(pid, 0)
 
 
 async def test_workers_given_their_order_at_spawn_are_replaced_when_the_count_changes(

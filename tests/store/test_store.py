@@ -631,6 +631,28 @@ def test_probe_result_record_reads_the_engine_keys_with_defaults(store):
     assert b.not_measured == "no classifier"
 
 
+# -- notes kept apart ---------------------------------------------------------------------------
+def test_stored_attempts_are_read_notes_first_and_whole_when_used(store):
+    """An attempt read back has its notes at once and the rest of its row decoded when first
+    used (phase 4 of a probe reads mostly notes); used, it is the attempt that was saved."""
+    run = store.create_run("test.echo", {})
+    saved = [make_attempt(seq, evaluation=["fail" if seq % 2 else "pass"]) for seq in range(3)]
+    saved[1].notes["original_prompt"] = Conversation([Turn("user", Message("before"))])
+    for attempt in saved:
+        store.save_attempt(run, attempt)
+    read = list(store.iter_attempts(run))
+    assert [a.notes["evaluation"] for a in read] == [["pass"], ["fail"], ["pass"]]
+    assert all("_pending" in vars(a) for a in read)  # nothing but the notes decoded yet
+    assert [a.as_dict() for a in read] == [a.as_dict() for a in saved]
+    assert not any("_pending" in vars(a) for a in read)
+    assert list(store.iter_attempt_notes(run)) == [json.loads(json.dumps(a.as_dict()))["notes"] for a in saved]
+    later = next(store.iter_attempts(run))
+    later.status, later.notes["seen"] = 9, True  # set before the rest is read: kept
+    assert (later.status, later.notes["seen"], later.uuid, later.outputs[0].text) == (9, True, saved[0].uuid, "ok")
+    with pytest.raises(AttributeError, match="no attribute 'nothing'"):
+        later.nothing  # noqa: B018
+
+
 # -- a file written by the previous version ------------------------------------------------------
 
 #: The tables exactly as the first store files were created: files in the wild look like this.
@@ -707,6 +729,11 @@ def test_a_file_written_by_the_previous_version_opens_reads_and_resumes(tmp_path
         }
         assert old.attempt_counts("old-run") == {"probe.A": AttemptCounts(attempts=3, outputs=3, failed=1, errored=1)}
         assert [a.seq for a in old.iter_attempts("old-run")] == [0, 1, 2]
+        assert [n.get("evaluation") for n in old.iter_attempt_notes("old-run")] == [
+            ["fail", "pass"],
+            ["undetected"],
+            [],
+        ]
         assert old.cache_get("key") == [{"text": "cached"}]
         # resume: the errored attempt is retried, the others are kept; then phase 4 and the end
         assert old.finished_seqs("old-run", "probe.A", include_errors=False) == {0, 1}
@@ -720,12 +747,21 @@ def test_a_file_written_by_the_previous_version_opens_reads_and_resumes(tmp_path
     con = sqlite3.connect(path)
     tables = sorted(con.execute("SELECT name, sql FROM sqlite_master").fetchall())
     added_rows = [con.execute(f"SELECT COUNT(*) FROM {name}").fetchone()[0] for name in ("reviews", "validations")]
+    old_notes = con.execute(
+        "SELECT seq, notes FROM attempts WHERE run_id = 'old-run' AND seq < 2 ORDER BY seq"
+    ).fetchall()
     con.close()
-    # the file's tables are untouched; the tables added since (reviews, validations) are new and empty
+    # the file's tables are untouched but for the column added since (attempts.notes, NULL in the
+    # rows the old version wrote); the tables added since (reviews, validations) are new and empty
     added = {"reviews", "validations", "sqlite_autoindex_reviews_1", "sqlite_autoindex_validations_1"}
-    assert [t for t in tables if t[0] not in added] == schema
+    with_notes = [
+        (n, sql and sql.replace("updated REAL NOT NULL, notes TEXT,", "updated REAL NOT NULL,")) for n, sql in tables
+    ]
+    assert [t for t in with_notes if t[0] not in added] == schema
+    assert "notes TEXT" in dict(tables)["attempts"]
     assert {t[0] for t in tables} - {t[0] for t in schema} == added
     assert added_rows == [0, 0]
+    assert old_notes == [(0, None), (1, None)]
 
 
 def test_reviews_replace_by_output_and_a_bad_label_saves_nothing(tmp_path):

@@ -199,6 +199,8 @@ def validate_generator_options(options: dict[str, Any], where: str) -> dict[str,
     Raises :class:`ConfigError` for a bad value, a likely typo of a known option, a secret
     written in the clear, or a secret-looking header that is not a ``${VAR}`` reference.
     """
+    if not options:  # nothing to check: the families' modules stay unimported
+        return {}
     known = known_generator_options()
     checked: dict[str, Any] = {}
     for key, value in options.items():
@@ -313,11 +315,10 @@ def check_probe_options(value: dict[Any, Any], where: str, base: Path | None = N
     ``base``, an ``hf:`` name kept as it is). Raises
     :class:`ConfigError` naming ``where``, the probe and the option, with the closest names."""
     checked: dict[str, dict[str, Any]] = {}
-    known = probe_registry.names()
     for raw_name, options in value.items():
         name = str(raw_name)
         if raw_name not in probe_registry:
-            close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+            close = difflib.get_close_matches(name, probe_registry.names(), n=1, cutoff=0.6)
             hint = f"did you mean {close[0]!r}?" if close else "see 'redline list probes'"
             raise ConfigError(f"{where}: probe_options: unknown probe {_shown(raw_name)} ({hint})")
         if not isinstance(options, dict):

@@ -576,6 +576,7 @@ async def _scan(
                 message = budget.stopped  # interrupted: resumable, no phase 4
                 return run_id
 
+            store.checkpoint_behind()  # the attempts written, copied into the file while phase 4 reads them
             for position, probe in enumerate(probes):  # phase 4
                 stored_attempts = StoredAttempts(store, run_id, probe.name)
                 metrics = probe.calculate_metrics(stored_attempts)
@@ -601,6 +602,7 @@ async def _scan(
         return run_id
     finally:
         await sharded.stop()
+        await sharded.ended()
         await close_model_pools(probes)  # attacker, judge and converter models
         if own_generator:
             await generator.aclose()

@@ -386,7 +386,8 @@ class ShardExecutor:
     all (``count`` 1: this process runs the scan); ``begin(run_id)`` tells them the run; ``await wait(on_advance)`` returns when
     every worker has run out of work, calling ``on_advance(n)`` as workers commit ``n`` more attempts, and raises the first error a worker
     reports; ``await stop()`` stops the workers still running (each commits what it finished),
-    and does nothing when none runs.
+    and does nothing when none runs; ``await ended()`` waits for the processes of the workers
+    that finished to end (the scan went on meanwhile).
     """
 
     def __init__(
@@ -403,6 +404,8 @@ class ShardExecutor:
         #: The run's work queue while workers run and the run is not begun.
         self.queue: WorkQueue | None = None
         self._on_advance: Callable[[int], None] | None = None
+        #: The ends of the workers that finished (reaped as they come; not waited for).
+        self._ending: list[asyncio.Future[int]] = []
 
     @property
     def pids(self) -> list[int]:
@@ -516,6 +519,11 @@ class ShardExecutor:
             if "error" in message:
                 kind = _SAME_ERRORS.get(str(message.get("type")), ScanWorkerError)
                 error = kind(str(message["error"]))
+        if worker.finished and error is None:
+            # every attempt it claimed is committed: the scan goes on while the process ends (the
+            # end of a process that shares the scan's memory takes milliseconds)
+            self._ending.append(asyncio.ensure_future(worker.process.wait()))
+            return
         code = await worker.process.wait()
         if error is not None:
             raise error
@@ -527,14 +535,21 @@ class ShardExecutor:
 
     async def stop(self) -> None:
         """Tell every worker still running to stop, and wait until each has committed what it
-        finished and exited (killed after :data:`STOP_GRACE` seconds)."""
+        finished and exited (killed after :data:`STOP_GRACE` seconds). A worker that said it
+        finished has committed every attempt it claimed: its process is left to end (and is
+        reaped) while the scan goes on."""
         workers, self._workers, self._unused = self._workers + self._unused, [], []
         if self.queue is not None:
             self.queue.close()
             self.queue = None
         for worker in workers:
-            worker.stop()
+            if not worker.finished:
+                worker.stop()
         for worker in workers:
+            if worker.finished:  # said so, then closed its output: ending, as _follow saw
+                if worker.process.stdin is not None:
+                    worker.process.stdin.close()
+                continue
             try:
                 await asyncio.wait_for(asyncio.shield(worker.process.wait()), STOP_GRACE)
             except (TimeoutError, asyncio.CancelledError):
@@ -545,6 +560,12 @@ class ShardExecutor:
                 worker.process.stdin.close()
             if worker.process.stdout is not None and self._on_advance is not None:
                 self._relay_rest(await worker.process.stdout.read())
+
+    async def ended(self) -> None:
+        """Wait until the processes of the workers that finished have ended (a scan returns with
+        its workers gone). Their ends were not waited for when they finished."""
+        ending, self._ending = self._ending, []
+        await asyncio.gather(*ending, return_exceptions=True)
 
     def _relay_rest(self, lines: bytes) -> None:
         """The progress a stopped worker reported after this process stopped reading it (the

@@ -492,8 +492,7 @@ _VERDICTS = {j.value: j for j in Judgment}
 def _judgments(store: Store, run_id: str, probe: str) -> _Judgments:
     """Count the judgments of the non-errored stored attempts of ``probe``."""
     counts = _Judgments()
-    for data in store.iter_attempt_dicts(run_id, probe, errored=False):
-        notes = data.get("notes") or {}
+    for notes in store.iter_attempt_notes(run_id, probe, errored=False):
         category = category_of(notes)
         per: dict[str, int] | None = None
         if category is not None:

@@ -31,6 +31,7 @@ import os
 import re
 import secrets
 import sqlite3
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -149,12 +150,40 @@ class Store:
             connection.close()
             raise store_error(self.path, exc, "open") from None
         self._db = GuardedConnection(connection, self.path)
+        self._checkpointer: threading.Thread | None = None
 
     def close(self) -> None:
-        """Release the run locks this store holds and close the file."""
+        """Release the run locks this store holds and close the file (once a
+        :meth:`checkpoint_behind` has finished)."""
         for run_id in list(self._locks):
             self.release_run(run_id)
+        if self._checkpointer is not None:
+            self._checkpointer.join()
         self._db.close()
+
+    def checkpoint_behind(self) -> None:
+        """Copy the write-ahead log into the file now, in a thread of its own, while this
+        connection goes on reading (a scan's phase 4, after its worker processes wrote their
+        attempts). The last connection to close the file does the same and deletes the log: this
+        one's :meth:`close` then has little left to do. A checkpoint that fails or finds the file
+        busy leaves the work to that close."""
+        if self._checkpointer is not None and self._checkpointer.is_alive():
+            return
+
+        def checkpoint() -> None:
+            try:
+                connection = sqlite3.connect(self.path, timeout=5.0, isolation_level=None)
+            except sqlite3.Error:
+                return
+            try:
+                connection.execute("PRAGMA wal_checkpoint(PASSIVE)")
+            except sqlite3.Error:
+                pass
+            finally:
+                connection.close()
+
+        self._checkpointer = threading.Thread(target=checkpoint, name="redline-checkpoint", daemon=True)
+        self._checkpointer.start()
 
     def check_integrity(self) -> None:
         """Raise :class:`StoreDamaged` when the file is damaged (``PRAGMA quick_check``, see
@@ -295,8 +324,9 @@ class Store:
             len(attempt.outputs),
             failed,
             errored,
-            jsonio.dumps(attempt.as_dict()),
+            attempt.as_json(),
             time.time(),
+            attempt.notes_json(),
         )
 
     def save_attempt(self, run_id: str, attempt: Attempt) -> None:
@@ -332,9 +362,24 @@ class Store:
         return {row[0] for row in self._db.execute(query, (run_id, probe))}
 
     def iter_attempts(self, run_id: str, probe: str | None = None, errored: bool | None = None) -> Iterator[Attempt]:
-        """Stored attempts in (probe, seq) order, rebuilt with :meth:`Attempt.from_dict`."""
-        for data in self.iter_attempt_dicts(run_id, probe, errored):
-            yield Attempt.from_dict(data, owned=True)
+        """Stored attempts in (probe, seq) order: their notes read at once, the rest when first
+        used (:meth:`Attempt.from_stored`; a row written before notes were kept apart is read
+        whole, with :meth:`Attempt.from_dict`)."""
+        where, args = _attempt_filter(run_id, probe, errored)
+        query = f"SELECT data, notes FROM attempts WHERE {where} ORDER BY probe, seq"
+        for data, notes in self._db.execute(query, args):
+            if notes is None:
+                yield Attempt.from_dict(jsonio.loads(data), owned=True)
+            else:
+                yield Attempt.from_stored(data, notes)
+
+    def iter_attempt_notes(self, run_id: str, probe: str | None = None, errored: bool | None = None) -> Iterator[dict]:
+        """The notes of the stored attempts (``notes`` of :meth:`Attempt.as_dict`), in (probe,
+        seq) order, without reading the rest of each attempt where the row keeps them apart."""
+        where, args = _attempt_filter(run_id, probe, errored)
+        query = f"SELECT notes, CASE WHEN notes IS NULL THEN data END FROM attempts WHERE {where} ORDER BY probe, seq"
+        for notes, data in self._db.execute(query, args):
+            yield (jsonio.loads(notes) if notes is not None else jsonio.loads(data).get("notes")) or {}
 
     def iter_attempt_dicts(self, run_id: str, probe: str | None = None, errored: bool | None = None) -> Iterator[dict]:
         """Stored attempts as their JSON objects (:meth:`Attempt.as_dict`), in (probe, seq) order."""

@@ -84,7 +84,9 @@ class RemoteGenerator(Generator):
         """``outputs`` with every secret this generator sends (at least
         :data:`~redline.generators.transport.secrets.OUTPUT_SECRET_MIN` characters) replaced by
         ``***`` in each text and note; the messages are changed in place."""
-        secrets = self._secrets()
+        secrets = [secret for secret in self._secrets() if len(secret) >= OUTPUT_SECRET_MIN]
+        if not secrets:  # nothing long enough to be masked
+            return outputs
         for message in outputs:
             if message is None:
                 continue
