@@ -653,6 +653,21 @@ def test_stored_attempts_are_read_notes_first_and_whole_when_used(store):
         later.nothing  # noqa: B018
 
 
+def test_a_checkpoint_behind_the_reads_leaves_every_row_and_no_log(tmp_path):
+    """The write-ahead log is copied into the file by a thread while the store goes on reading;
+    close waits for it, and the file alone then holds every row."""
+    path = tmp_path / "runs.db"
+    with Store(path) as store:
+        run = store.create_run("test.echo", {})
+        store.write_batch([Store.attempt_row(run, make_attempt(seq)) for seq in range(200)])
+        store.checkpoint_behind()
+        store.checkpoint_behind()  # one at a time
+        assert [a.seq for a in store.iter_attempts(run)] == list(range(200))
+    assert not (tmp_path / "runs.db-wal").exists()
+    with Store(path) as again:
+        assert again.count_attempts(run) == 200
+
+
 # -- a file written by the previous version ------------------------------------------------------
 
 #: The tables exactly as the first store files were created: files in the wild look like this.

@@ -8,6 +8,7 @@ and exit status 1, never a traceback (set ``REDLINE_DEBUG=1`` to see one).
 from __future__ import annotations
 
 import atexit
+import contextlib
 import gc
 import importlib
 import os
@@ -643,14 +644,20 @@ def _leave(status: int) -> None:
     main_thread = threading.main_thread()
     if any(t is not main_thread and not t.daemon and t.is_alive() for t in threading.enumerate()):
         sys.exit(status)
-    atexit._run_exitfuncs()  # what the interpreter's end runs first (logging's flush, ...)
     try:
-        for stream in (sys.stdout, sys.stderr):
-            if stream is not None:
-                stream.flush()
+        _flush_output()
     except (OSError, ValueError):
         sys.exit(status)
+    atexit._run_exitfuncs()  # what the interpreter's end runs first (logging's flush, ...)
+    with contextlib.suppress(OSError, ValueError):
+        _flush_output()  # what the exit handlers wrote
     os._exit(status)
+
+
+def _flush_output() -> None:
+    for stream in (sys.stdout, sys.stderr):
+        if stream is not None:
+            stream.flush()
 
 
 def _report_parser_error(exc: Any) -> int:
