@@ -820,7 +820,9 @@ def _json_object(value: Any) -> dict:
     other object."""
     kind = type(value)
     if kind is Message:
-        fields: dict[str, Any] = {
+        if value.tool_calls or value.tool_call_id is not None:
+            return value.as_dict()
+        return {
             "text": value.text,
             "lang": value.lang,
             "data_path": value.data_path,
@@ -828,9 +830,6 @@ def _json_object(value: Any) -> dict:
             "data_checksum": value.data_checksum,
             "notes": value.notes or {},
         }
-        if value.tool_calls or value.tool_call_id is not None:
-            return value.as_dict()
-        return fields
     if kind is Turn:
         return {"role": value.role, "content": value.content}
     if kind is Conversation:

@@ -660,9 +660,12 @@ def test_a_checkpoint_behind_the_reads_leaves_every_row_and_no_log(tmp_path):
     with Store(path) as store:
         run = store.create_run("test.echo", {})
         store.write_batch([Store.attempt_row(run, make_attempt(seq)) for seq in range(200)])
+        in_log_only = path.stat().st_size  # the rows are in the write-ahead log so far
         store.checkpoint_behind()
         store.checkpoint_behind()  # one at a time
         assert [a.seq for a in store.iter_attempts(run)] == list(range(200))
+        store._checkpointer.join()
+        assert path.stat().st_size > in_log_only  # copied into the file before close
     assert not (tmp_path / "runs.db-wal").exists()
     with Store(path) as again:
         assert again.count_attempts(run) == 200
