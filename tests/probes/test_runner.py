@@ -8,8 +8,9 @@ import pytest
 
 from fakes import ScriptedGenerator, user_text
 from redline.attempt import Attempt
+from redline.detectors.refusal import Compliance
 from redline.probes import PromptProbe
-from redline.probes.runner import AttemptRunner
+from redline.probes.runner import AttemptRunner, waiting_bound
 
 
 class Three(PromptProbe):
@@ -55,29 +56,49 @@ async def test_a_failure_while_finishing_stops_the_run_with_its_own_error():
         await runner.run_all([(probe, a) for a in probe.create_attempts()])
 
 
-async def test_attempts_being_finished_are_bounded_by_the_concurrency():
+async def test_attempts_are_scored_concurrency_at_a_time_and_a_bounded_backlog_waits_to_be_stored(monkeypatch):
+    scoring = scoring_peak = waiting = waiting_peak = 0
     release = asyncio.Event()
-    waiting = 0
-    peak = 0
 
-    async def on_done(attempt: Attempt) -> None:
-        nonlocal waiting, peak
+    async def adetect(self, attempt: Attempt) -> list[float | None]:  # a judge: it awaits
+        nonlocal scoring, scoring_peak
+        scoring += 1
+        scoring_peak = max(scoring_peak, scoring)
+        await asyncio.sleep(0.001)
+        scoring -= 1
+        return [1.0] * len(attempt.outputs)
+
+    async def on_done(attempt: Attempt) -> None:  # a store whose transaction has not come yet
+        nonlocal waiting, waiting_peak
         waiting += 1
-        peak = max(peak, waiting)
-        if waiting >= 2:
-            release.set()
+        waiting_peak = max(waiting_peak, waiting)
         await release.wait()
         waiting -= 1
+
+    monkeypatch.setattr(Compliance, "adetect", adetect)
+    backlog = waiting_bound(2)
+    count = backlog + 40
 
     class Many(PromptProbe):
         name = "test.Many"
         goal = "many prompts"
-        prompts = tuple(f"prompt {i}" for i in range(12))
+        prompts = tuple(f"prompt {i}" for i in range(count))
         recommended_detectors = ("refusal.Compliance",)
 
     probe = Many()
     generator = ScriptedGenerator("answer")
     runner = AttemptRunner(generator, concurrency=2, on_done=on_done, keep=False)
     await runner.start_detectors([probe])
-    assert await runner.run_all([(probe, a) for a in probe.create_attempts()]) == []
-    assert peak <= 2 and len(generator.calls) == 12
+    async with asyncio.timeout(60):  # a hang guard only
+        run = asyncio.create_task(runner.run_all([(probe, a) for a in probe.create_attempts()]))
+        sent = -1
+        while sent != len(generator.calls):  # until the workers stop sending
+            sent = len(generator.calls)
+            await asyncio.sleep(0.05)
+        # the requests went on while attempts waited to be stored, up to the backlog (each
+        # worker then holds the outputs of one more), and no further
+        assert waiting == backlog and sent == backlog + 2
+        release.set()
+        assert await run == []
+    assert waiting_peak == backlog and len(generator.calls) == count
+    assert scoring_peak == 2  # scoring (a judge's requests) never beyond the concurrency

@@ -410,6 +410,31 @@ async def test_batch_writer_commits_attempts_saved_together_in_one_transaction(t
     assert store.count_attempts(run_id) == 10
 
 
+@pytest.mark.parametrize("thread", [True, False])
+async def test_batch_writer_commits_at_once_then_at_most_once_per_interval(tmp_path, thread):
+    store = Store(tmp_path / "batch.db")
+    run_id = store.create_run("m", {})
+    committed: list[int] = []
+    async with asyncio.timeout(60):  # a hang guard only
+        async with BatchWriter(store, interval=30.0, thread=thread, on_commit=committed.append) as writer:
+            first = asyncio.create_task(writer.save_attempt(run_id, make_attempt(0)))
+            await first  # the first transaction does not wait for the interval
+            assert committed == [1]
+            later = []
+            for seq in range(1, 10):  # saved one after another, well within the interval
+                later.append(asyncio.create_task(writer.save_attempt(run_id, make_attempt(seq))))
+                await asyncio.sleep(0.01)
+            assert committed == [1]  # held for the next transaction...
+        await asyncio.gather(*later)  # ...which closing the writer commits, all nine together
+    assert committed == [1, 9] and store.count_attempts(run_id) == 10
+    # without an interval, attempts saved apart are committed apart
+    committed.clear()
+    async with BatchWriter(store, thread=thread, on_commit=committed.append) as writer:
+        for seq in range(10, 13):
+            await writer.save_attempt(run_id, make_attempt(seq))
+    assert committed == [1, 1, 1]
+
+
 async def test_batch_writer_splits_at_max_batch(tmp_path, monkeypatch):
     store = Store(tmp_path / "batch.db")
     run_id = store.create_run("m", {})
@@ -519,7 +544,7 @@ async def test_batch_writer_commits_in_its_own_thread_while_the_loop_goes_on(tmp
             ticks += 1
 
     clock = asyncio.create_task(ticker())
-    async with BatchWriter(store) as writer:
+    async with BatchWriter(store, thread=True) as writer:
         await writer.save_attempt(run_id, make_attempt(0))
     clock.cancel()
     assert threads and all(name.startswith("redline-store") for name in threads)
@@ -527,7 +552,8 @@ async def test_batch_writer_commits_in_its_own_thread_while_the_loop_goes_on(tmp
     assert stored(tmp_path / "batch.db", run_id) == 1
 
 
-async def test_batch_writer_closed_while_a_transaction_is_written_settles_every_save(tmp_path, monkeypatch):
+@pytest.mark.parametrize("thread", [True, False])
+async def test_batch_writer_closed_while_a_transaction_is_written_settles_every_save(tmp_path, monkeypatch, thread):
     store = Store(tmp_path / "batch.db")
     run_id = store.create_run("m", {})
     original = Store.write_batch
@@ -537,7 +563,7 @@ async def test_batch_writer_closed_while_a_transaction_is_written_settles_every_
         return original(self, rows, cache_items)
 
     monkeypatch.setattr(Store, "write_batch", slow)
-    async with BatchWriter(store) as writer:
+    async with BatchWriter(store, thread=thread) as writer:
         first = asyncio.create_task(writer.save_attempt(run_id, make_attempt(0)))
         await asyncio.sleep(0.02)  # the first transaction is being written
         later = [asyncio.create_task(writer.save_attempt(run_id, make_attempt(seq))) for seq in (1, 2)]

@@ -11,7 +11,8 @@ iterable from ``create_attempts()`` to avoid building a list); phase 4 reads the
 store as it iterates.
 
 Durability: finished attempts go through a :class:`~redline.store.BatchWriter` — attempts
-finishing together share one transaction, and an attempt is reported finished only once committed.
+finishing within :data:`COMMIT_INTERVAL` of each other share one transaction, and an attempt is
+reported finished only once committed.
 
 Cache: unless ``ScanConfig.cache`` is false, the generator is wrapped in a
 :class:`~redline.generators.cache.CachedGenerator` backed by the store, so a request already
@@ -86,6 +87,12 @@ def get_probe_class(name: str) -> type[Probe]:
 
 #: The detector ``--judge`` replaces.
 REPLACED_BY_JUDGE = "refusal.Compliance"
+
+#: Seconds a scan's store waits after a transaction before the next one, so that the attempts
+#: finishing meanwhile share it (a quiet scan's attempt, finishing later, is committed at once).
+#: Fewer, larger transactions cost a busy scan's worker much less CPU than one per few attempts
+#: (``bench/bench_store_writer.py``); at most this much is added to the time an attempt waits.
+COMMIT_INTERVAL = 0.005
 
 
 def apply_judge(probes: list[Probe], judge: str) -> str:
@@ -307,7 +314,7 @@ async def run_shard(
     try:
         generator.preflight()
         await generator.start()
-        async with BatchWriter(store, on_commit=on_commit) as writer:
+        async with BatchWriter(store, interval=COMMIT_INTERVAL, on_commit=on_commit) as writer:
             run = ""
 
             async def on_done(attempt: Attempt) -> None:
@@ -533,7 +540,7 @@ async def _scan(
                 progress("start", already, total)
             sharded.begin(run_id, total)
 
-            async with BatchWriter(store) as writer:
+            async with BatchWriter(store, interval=COMMIT_INTERVAL) as writer:
 
                 async def on_done(attempt: Attempt) -> None:
                     if budget is not None:

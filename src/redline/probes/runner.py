@@ -22,7 +22,22 @@ from redline.evaluation import Evaluator
 from redline.generators import Generator, GeneratorUnavailable
 from redline.generators.cache import CACHE_SCOPE
 
-__all__ = ["AttemptRunner", "RunnableProbe"]
+__all__ = ["AttemptRunner", "RunnableProbe", "waiting_bound"]
+
+
+#: Attempts per unit of concurrency that may wait in ``on_done`` at a time (see :func:`waiting_bound`).
+WAITING_PER_SLOT = 4
+
+#: The fewest attempts that may wait in ``on_done`` at a time, whatever the concurrency.
+MIN_WAITING = 256
+
+
+def waiting_bound(concurrency: int) -> int:
+    """How many scored attempts :meth:`AttemptRunner.run_all` lets wait in ``on_done`` at a time
+    with ``concurrency`` attempts in flight: enough that a store committing a transaction every
+    few milliseconds (:data:`redline.engine.pipeline.COMMIT_INTERVAL`) never holds back the next
+    request, few enough that the attempts held stay a small, fixed amount of memory."""
+    return max(MIN_WAITING, WAITING_PER_SLOT * concurrency)
 
 
 class RunnableProbe(Protocol):
@@ -43,8 +58,10 @@ class AttemptRunner:
 
     ``on_done(attempt)``, a coroutine, is awaited for every finished attempt (errored ones
     included): the engine stores the attempt there. In :meth:`run_all` phase 3 and ``on_done``
-    run in a task of their own while the worker sends its next request (at most ``concurrency``
-    attempts being finished at a time), so detection and storage overlap the requests in flight.
+    run in a task of their own while the worker sends its next request, so detection and storage
+    overlap the requests in flight: at most ``concurrency`` attempts are being scored at a time
+    (a judge model's requests count against it), and at most :func:`waiting_bound` of
+    ``concurrency`` wait in ``on_done`` (for the store's next transaction, which takes many).
     With ``keep=True`` (the default) :meth:`run_all` also returns the attempts, in the order
     given; with ``keep=False`` it keeps none of them in memory.
 
@@ -167,6 +184,14 @@ class AttemptRunner:
 
     async def _finish(self, probe: RunnableProbe, attempt: Attempt, generated: bool) -> Attempt:
         """Phase 3 of :meth:`run_one` (when phase 2 gave outputs), then ``on_done``."""
+        await self._score(probe, attempt, generated)
+        if self.on_done is not None:
+            await self.on_done(attempt)
+        return attempt
+
+    async def _score(self, probe: RunnableProbe, attempt: Attempt, generated: bool) -> None:
+        """Phase 3 (when phase 2 gave outputs): the detectors' scores and the evaluation, or the
+        failure recorded in ``notes["error"]``."""
         if generated:
             scope = CACHE_SCOPE.set(str(attempt.notes.get("repetition", 0)))  # a judge may ask the model
             try:
@@ -181,9 +206,6 @@ class AttemptRunner:
                 attempt.notes["error"] = f"{type(exc).__name__}: {exc}"
             finally:
                 CACHE_SCOPE.reset(scope)
-        if self.on_done is not None:
-            await self.on_done(attempt)
-        return attempt
 
     async def run_all(self, work: Iterable[tuple[RunnableProbe, Attempt]]) -> list[Attempt]:
         """Run every (probe, attempt) pair, pulling them from ``work`` lazily (any iterable,
@@ -204,21 +226,29 @@ class AttemptRunner:
         # Pipelined: a worker hands an attempt whose outputs came back to its own finishing task
         # (phase 3 and on_done) and sends its next request at once, so detection and storage
         # overlap the requests in flight instead of delaying them. At most ``workers`` attempts
-        # are being finished at a time.
-        finishing = asyncio.Semaphore(workers)
+        # are being scored at a time; more may wait in on_done for the store's next transaction.
+        scoring = asyncio.Semaphore(workers)
+        waiting = asyncio.Semaphore(waiting_bound(workers))
+        on_done = self.on_done
 
         async def finish(index: int, probe: RunnableProbe, attempt: Attempt, generated: bool) -> None:
             try:
-                done = await self._finish(probe, attempt, generated)
+                try:
+                    await self._score(probe, attempt, generated)
+                finally:
+                    scoring.release()
+                if on_done is not None:
+                    await on_done(attempt)
                 if keep:
-                    results[index] = done
+                    results[index] = attempt
             finally:
-                finishing.release()
+                waiting.release()
 
         async def worker(group: asyncio.TaskGroup) -> None:
             for index, (probe, attempt) in iterator:
                 generated = await self._generate(probe, attempt)
-                await finishing.acquire()
+                await waiting.acquire()
+                await scoring.acquire()
                 group.create_task(finish(index, probe, attempt, generated))
 
         try:

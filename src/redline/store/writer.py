@@ -4,15 +4,17 @@ An attempt counts as finished (progress, ``on_done``) only once its transaction 
 a scan killed at any moment (``kill -9`` included) loses at most the requests in flight, never an
 attempt reported as finished; see :mod:`redline.store.sqlite` for the durability settings.
 
-The transactions are written by a thread of their own, on its own connection to the file: SQLite
-does its work without holding Python's lock, so the event loop goes on sending requests and
-scoring answers on one core while the rows are written on another.
+The transactions are written on the event loop's thread by default. A thread of their own (``thread=True``)
+keeps the loop running while a slow disk syncs, but costs more CPU than it saves on a busy loop:
+Python's sqlite3 lets go of the interpreter's lock around every row it steps, and taking it back
+from the loop is a thread switch each time (measured in ``bench/bench_store_writer.py``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import math
 import threading
 from collections.abc import Callable
 from typing import Any, Literal
@@ -33,18 +35,20 @@ class BatchWriter:
     """Group commit for a scan: many attempts (and cache entries) per transaction.
 
     ``await writer.save_attempt(run_id, attempt)`` returns once the attempt is committed; every
-    attempt saved while the previous transaction is being written shares the next one, so a busy
-    scan commits in batches (at most ``max_batch`` attempts each) while a quiet one commits each
-    attempt almost at once. ``cache_put`` queues a cache entry for the next transaction without
+    attempt saved while the previous transaction is being written, or less than ``interval``
+    seconds after it, shares the next one: a busy scan commits in batches (at most one
+    transaction per ``interval``, at most ``max_batch`` attempts each) while a quiet one commits
+    each attempt at once. ``cache_put`` queues a cache entry for the next transaction without
     waiting; ``cache_get`` also sees queued entries and those being written, and answers a key
     that is neither in the store when it first looks (up to :data:`KNOWN_KEYS_LIMIT` keys) nor put
     since without asking SQLite (an entry another process adds meanwhile is not seen). Use as
     ``async with BatchWriter(store) as writer``: leaving the block (normally, by an exception or
     by a cancellation) commits whatever is still queued.
 
-    With ``thread`` (the default) the transactions are written by a thread of the writer's own
-    through a second connection to ``store``'s file; without it, by the event loop's thread through
-    ``store``. A failed commit raises :class:`StoreError` in every ``save_attempt`` waiting on it.
+    Without ``thread`` (the default) the transactions are written by the event loop's thread
+    through ``store``; with it, by a thread of the writer's own through a second connection to
+    ``store``'s file (see the module docstring for the cost). A failed commit raises
+    :class:`StoreError` in every ``save_attempt`` waiting on it.
     ``on_commit(n)`` is called (on the event loop's thread) for every transaction committed with
     its ``n`` attempts, those whose ``save_attempt`` was cancelled meanwhile included.
     """
@@ -53,14 +57,14 @@ class BatchWriter:
         self,
         store: Store,
         max_batch: int = 1000,
-        max_delay: float = 0.0,
-        thread: bool = True,
+        interval: float = 0.0,
+        thread: bool = False,
         on_commit: Callable[[int], None] | None = None,
     ) -> None:
         self.store = store
         self.on_commit = on_commit
         self.max_batch = max(1, max_batch)
-        self.max_delay = max(0.0, max_delay)
+        self.interval = max(0.0, interval)
         self.thread = thread
         self._rows: list[tuple] = []
         self._waiters: list[asyncio.Future] = []
@@ -129,20 +133,23 @@ class BatchWriter:
     async def _run(self) -> None:
         assert self._wake is not None
         loop = asyncio.get_running_loop()
+        last = -math.inf  # when the last transaction ended
         while True:
             await self._wake.wait()
             self._wake.clear()
-            # Let every attempt that is ready on this turn of the loop join the transaction.
-            await asyncio.sleep(self.max_delay)
+            # Let every attempt that is ready on this turn of the loop join the transaction, and
+            # those that finish before ``interval`` has passed since the last one.
+            await asyncio.sleep(max(0.0, last + self.interval - loop.time()))
             while self._rows or self._cache:
                 batch = self._take()
                 if self._executor is None:
-                    self._settle(batch, self._write_here(batch))
-                    continue
-                written = self._executor.submit(self._write_there, batch)
-                self._inflight = (written, batch)
-                error = await asyncio.wrap_future(written, loop=loop)
-                self._inflight = None
+                    error = self._write_here(batch)
+                else:
+                    written = self._executor.submit(self._write_there, batch)
+                    self._inflight = (written, batch)
+                    error = await asyncio.wrap_future(written, loop=loop)
+                    self._inflight = None
+                last = loop.time()
                 self._settle(batch, error)
 
     def _take(self) -> tuple[list[tuple], list[asyncio.Future], dict[str, list[Any]]]:
