@@ -48,9 +48,9 @@ from redline.generators import generators as generator_registry
 from redline.generators.transport.secrets import mask_url
 from redline.probes import probes as probe_registry
 from redline.report.formatting import pct, pct_interval, plural
-from redline.report.review import ReviewTally
 from redline.report.rows import OutputRow, attempt_rows
 from redline.report.summary import NOT_VALIDATED, ProbeSummary, RunSummary, build_summary, gate_violations
+from redline.report.tally import ReviewTally
 from redline.store import RUN_INTERRUPTED, RunLocked, RunNotFound, Store, StoreDamaged
 from redline.textsafety import visible
 

@@ -45,10 +45,11 @@ from typing import Any
 from redline.attempt import Attempt
 from redline.datasets import MAX_DATASET_BYTES, MAX_VALUE_BYTES
 from redline.detectors.judges import disagreement
-from redline.evaluation import FAIL, PASS, wilson_interval
+from redline.evaluation import FAIL, PASS
 from redline.report.errors import ReportError
 from redline.report.exports import csv_safe
 from redline.report.rows import attempt_rows
+from redline.report.tally import ReviewTally
 from redline.store import LABEL_FAIL, LABEL_PASS, ReviewRecord, Store
 from redline.textsafety import dumps
 from redline.untrusted import UntrustedInputError, csv_field_limit, csv_lines, json_object_lines
@@ -393,38 +394,3 @@ def read_labels(path: str | Path, store: Store, run_id: str, reviewer: str | Non
             run_id, probe, seq, output, label, verdict, _text(row, "note"), _text(row, "reviewer") or reviewer
         )
     return list(labelled.values())
-
-
-@dataclass(frozen=True)
-class ReviewTally:
-    """How reviews compare with the judge: ``reviewed`` outputs, ``judged`` of them with a pass/fail
-    verdict, ``wrong`` ones among those: ``false_hits`` (judge hit, reviewer pass) and ``missed``
-    (judge pass, reviewer fail)."""
-
-    reviewed: int
-    judged: int
-    false_hits: int
-    missed: int
-
-    @classmethod
-    def of(cls, reviews: Iterable[ReviewRecord]) -> ReviewTally:
-        """The tally of ``reviews``, each judged by :attr:`ReviewRecord.judge_wrong`."""
-        reviews = list(reviews)
-        judged = [r for r in reviews if r.judge_wrong is not None]
-        wrong = [r for r in judged if r.judge_wrong]
-        false_hits = sum(1 for r in wrong if r.verdict == LABEL_FAIL)
-        return cls(reviewed=len(reviews), judged=len(judged), false_hits=false_hits, missed=len(wrong) - false_hits)
-
-    @property
-    def wrong(self) -> int:
-        return self.false_hits + self.missed
-
-    @property
-    def error_rate(self) -> float | None:
-        """The share of judged reviews on which the judge was wrong (``None`` without any)."""
-        return self.wrong / self.judged if self.judged else None
-
-    @property
-    def ci95(self) -> tuple[float, float] | None:
-        """Wilson 95% interval of :attr:`error_rate`."""
-        return wilson_interval(self.wrong, self.judged) if self.judged else None
