@@ -76,6 +76,12 @@ def test_commands_in_modules_of_their_own_are_loaded_when_asked_for():
         # the review's sampling and files, the exports: not needed to scan or print a summary
         "redline.report.review",
         "redline.report.exports",
+        # the LVE format, its checkers and their pool: loaded when LVEs are scanned or run
+        "redline.lve.model",
+        "redline.lve.checkers",
+        "redline.lve.isolation",
+        "redline.probes.lve",
+        "redline.cli.lve",
     ]
     started = subprocess.run(
         [

@@ -38,8 +38,8 @@ from redline.engine.shards import (
     shard_config,
 )
 from redline.generators import GeneratorUnavailable, get_generator
-from redline.lve import isolation
-from redline.lve.isolation import CheckerLimits, configure_shared_pool
+from redline.lve import limits
+from redline.lve.limits import CheckerLimits, configure_shared_pool
 from redline.report.summary import run_summary
 from redline.store import Store
 
@@ -154,7 +154,7 @@ def test_workers_share_the_limits_of_one_process() -> None:
 
 
 def test_a_worker_is_told_its_share_and_the_lve_checkers_limits(monkeypatch) -> None:
-    monkeypatch.setattr(isolation, "_SHARED_LIMITS", None)
+    monkeypatch.setattr(limits, "_CONFIGURED", [None])
     configure_shared_pool(CheckerLimits(timeout=7.0, cpu_seconds=7, memory_mb=300))
     executor = ShardExecutor(store_path="s.db", concurrency=10, retry_errors=True)
     order = executor.order(ScanConfig(model="openai:m", generator_options={"rpm": 60}), 1, 2)

@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
+import redline.lve as package
 from helpers.lve_repos import write_lve
-from redline.lve import load_lve
+from redline.lve import isolation, limits, load_lve
 from redline.lve.checkers.base import BaseChecker
 from redline.lve.isolation import CheckerIsolationError, CheckerLimits, CheckerPool, IsolatedChecker, checker_for
 from redline.lve.verify import verify
@@ -221,3 +222,23 @@ def test_redlines_model_backed_checkers_stay_in_process(tmp_path, pool):
 def test_limits_must_be_positive():
     with pytest.raises(ValueError, match="positive"):
         CheckerLimits(timeout=0)
+
+
+def test_the_shared_pool_takes_the_configured_limits_and_restarts_when_they_change(monkeypatch):
+    monkeypatch.setattr(limits, "_CONFIGURED", [None])
+    monkeypatch.setattr(isolation, "_SHARED", None)
+    first = CheckerLimits(timeout=5.0, cpu_seconds=5, memory_mb=256)
+    limits.configure_shared_pool(first)
+    pool = isolation.shared_pool()
+    assert pool.limits is first and isolation.shared_pool() is pool  # kept while the limits stay
+    second = CheckerLimits(timeout=9.0, cpu_seconds=9, memory_mb=512)
+    limits.configure_shared_pool(second)
+    again = isolation.shared_pool()
+    assert again is not pool and again.limits is second and pool._closed
+    again.close()
+
+
+def test_the_package_gives_its_modules_names_when_first_used():
+    assert package.load_lve is load_lve and "load_lve" in dir(package)
+    with pytest.raises(AttributeError, match="no_such_name"):
+        package.no_such_name  # noqa: B018

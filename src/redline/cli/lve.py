@@ -23,7 +23,8 @@ from redline import textsafety
 from redline.cli.common import report_exception, run_async
 from redline.errors import UsageError
 from redline.generators import get_generator
-from redline.lve.isolation import CheckerLimits, CheckerPool, checker_for, configure_shared_pool
+from redline.lve.isolation import CheckerPool, checker_for
+from redline.lve.limits import MEMORY_HELP, TIMEOUT_HELP, CheckerLimits, checker_limits, configure_shared_pool
 from redline.lve.model import MAX_INSTANCE_LINE_BYTES, MAX_INSTANCES_FILE_BYTES, find_lves, load_lve
 from redline.lve.runner import record_lve, run_lve
 from redline.lve.verify import verify as run_verify
@@ -39,8 +40,6 @@ TRUST_HELP = (
     "Allow custom checker/checker.py files inside LVEs to run (they are arbitrary Python; "
     "like every checker, they run in a worker process with OS limits)."
 )
-TIMEOUT_HELP = "Wall-clock seconds a checker may take on one instance (it is stopped after; CPU time is limited alike)."
-MEMORY_HELP = "Memory (MiB) a checker's worker process may use beyond what it starts with."
 
 
 @contextmanager
@@ -105,11 +104,6 @@ def verify(
         else:
             _print_report(report)
     raise typer.Exit(0 if report.ok else 1)
-
-
-def checker_limits(timeout: float, memory_mb: int) -> CheckerLimits:
-    """The checker limits of ``--checker-timeout`` (CPU time alike) and ``--checker-memory``."""
-    return CheckerLimits(timeout=timeout, cpu_seconds=max(1, round(timeout)), memory_mb=memory_mb)
 
 
 def _print_report(report: Any) -> None:

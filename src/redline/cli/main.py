@@ -23,7 +23,6 @@ import typer
 from redline.attacks.strategies.base import parse_strategy_opts
 from redline.cli import budget as budget_cli
 from redline.cli import common
-from redline.cli import lve as lve_cli
 from redline.cli.common import err_console
 from redline.datasets import parse_columns
 from redline.detectors import check_detector_spec
@@ -32,7 +31,7 @@ from redline.engine import RESUME_GENERATOR_OPTIONS, ScanConfig, build_scan_conf
 from redline.engine.config_file import build_executor_config, parse_probe_options
 from redline.errors import RedlineError, UsageError
 from redline.generators.transport.secrets import has_masked_userinfo, mask_url
-from redline.lve.isolation import CheckerLimits, configure_shared_pool
+from redline.lve.limits import MEMORY_HELP, TIMEOUT_HELP, CheckerLimits, checker_limits, configure_shared_pool
 
 #: The commands that live in modules of their own, in the order ``redline --help`` lists them
 #: (after those defined here): name → the module whose ``register(app)`` adds it. A module is
@@ -180,10 +179,10 @@ def scan(
     lve: list[Path] | None = typer.Option(None, "--lve", help="Run the LVEs under PATH as probes (repeatable)."),
     trust_code: bool = typer.Option(False, "--trust-code", help="Allow custom checker.py files inside LVEs to run."),
     checker_timeout: float = typer.Option(
-        CheckerLimits.timeout, "--checker-timeout", min=0.1, help=lve_cli.TIMEOUT_HELP + " Applied with --resume too."
+        CheckerLimits.timeout, "--checker-timeout", min=0.1, help=TIMEOUT_HELP + " Applied with --resume too."
     ),
     checker_memory: int = typer.Option(
-        CheckerLimits.memory_mb, "--checker-memory", min=16, help=lve_cli.MEMORY_HELP + " Applied with --resume too."
+        CheckerLimits.memory_mb, "--checker-memory", min=16, help=MEMORY_HELP + " Applied with --resume too."
     ),
     converters: str | None = typer.Option(
         None,
@@ -445,7 +444,7 @@ def scan(
             retry_errors=retry_errors,
         )
         return
-    configure_shared_pool(lve_cli.checker_limits(checker_timeout, checker_memory))  # LVE checkers' workers
+    configure_shared_pool(checker_limits(checker_timeout, checker_memory))  # LVE checkers' workers
     run_id = common.run_scan(
         config, store, resume=resume, retry_errors=retry_errors, quiet=as_json, executor=executor_config, budget=budget
     )

@@ -46,11 +46,10 @@ from redline.generators import Generator, get_generator
 from redline.generators.cache import CachedGenerator
 from redline.generators.transport.options import TRANSPORT_OPTION_SPECS
 from redline.generators.transport.secrets import has_masked_userinfo, mask_url
-from redline.probes import Probe, get_probe, resolve_probes
+from redline.probes import Probe, get_probe, probe_sources, resolve_probes
 from redline.probes import probes as _probe_registry
 from redline.probes.base import AttemptSource
 from redline.probes.benchmark import BenchmarkProbe
-from redline.probes.lve import lve_probes
 from redline.probes.runner import AttemptRunner
 from redline.store import RUN_COMPLETE, RUN_INTERRUPTED, RUN_RUNNING, BatchWriter, RunRecord, Store
 
@@ -160,6 +159,7 @@ def build_probes(config: ScanConfig) -> list[Probe]:
     elif config.judge:
         raise ScanError("--judge applies to --probes (it replaces refusal.Compliance), not to --lve")
     if config.lve_paths:
+        lve_probes = probe_sources.load("lve")
         probes.extend(
             lve_probes(config.lve_paths, trust_code=config.trust_code, sample=config.sample, seed=config.seed)
         )

@@ -39,7 +39,7 @@ from redline.engine.shards import Preforked, choose_processes, claimed, config_k
 from redline.errors import RedlineError
 from redline.eventloop import loop_factory, run_async
 from redline.generators import get_generator
-from redline.lve.isolation import CheckerLimits, configure_shared_pool
+from redline.lve.limits import CheckerLimits, configure_shared_pool
 from redline.probes import Probe
 from redline.probes.runner import AttemptRunner
 from redline.store import Store

@@ -48,7 +48,7 @@ from redline.engine.executors import ExecutorConfig, ExecutorError
 from redline.errors import RedlineError, UsageError
 from redline.generators import Generator, GeneratorUnavailable
 from redline.generators.transport.remote import RemoteGenerator
-from redline.lve.isolation import shared_pool_limits
+from redline.lve.limits import shared_pool_limits
 from redline.plugins import UnknownPluginError
 from redline.store import StoreError
 

@@ -4,11 +4,16 @@ from __future__ import annotations
 
 from redline.errors import RedlineError
 
-__all__ = ["CustomCodeRefused", "LVEFormatError", "where"]
+__all__ = ["CheckerError", "CustomCodeRefused", "LVEFormatError", "where"]
 
 
 class LVEFormatError(RedlineError, ValueError):
     """A malformed LVE file. The message is one line: ``FILE[:LINE]: problem``."""
+
+
+class CheckerError(RedlineError, ValueError):
+    """A checker cannot judge an instance because of how it is configured (e.g. a lambda whose
+    parameters do not match the prompt parameters). Not a verdict: callers report it."""
 
 
 class CustomCodeRefused(RedlineError, RuntimeError):

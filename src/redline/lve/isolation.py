@@ -42,7 +42,6 @@ import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from multiprocessing import spawn as mp_spawn
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -54,9 +53,9 @@ try:
     import resource  # POSIX: OS limits on a worker's memory and CPU time
 except ImportError:  # pragma: no cover - Windows: the wall-clock timeout is the only bound
     resource = None  # type: ignore[assignment]
-from redline.lve.checkers.base import CheckerError
 from redline.lve.checkers.registry import UnknownCheckerError, get_checker_class
-from redline.lve.errors import CustomCodeRefused, LVEFormatError
+from redline.lve.errors import CheckerError, CustomCodeRefused, LVEFormatError
+from redline.lve.limits import CheckerLimits, configure_shared_pool, shared_pool_limits
 from redline.lve.model import LVE, load_lve
 from redline.lve.prompt import LVEMessage
 from redline.lve.sandbox.safe_eval import LambdaLimitError
@@ -82,32 +81,6 @@ class CheckerIsolationError(RedlineError, RuntimeError):
 class CheckerUnavailable(RedlineError, RuntimeError):
     """A checker in a worker could not load what it needs (a classifier, a NER model): the
     instance cannot be measured on this machine."""
-
-
-@dataclass(frozen=True)
-class CheckerLimits:
-    """Bounds for every checker call made in a worker.
-
-    *timeout*: wall-clock seconds per call (the worker is killed after it). *cpu_seconds*: CPU
-    time per call. *memory_mb*: address space a worker may add to what it starts with.
-    *workers*: worker processes alive at once (each serves one LVE). *max_reply*: bytes of one
-    reply (a checker's recorded response included). *strikes*: after this many crashes,
-    timeouts or limits on one LVE, its remaining calls fail at once with the last reason
-    instead of costing a timeout each.
-    """
-
-    timeout: float = 30.0
-    cpu_seconds: int = 30
-    memory_mb: int = 2048
-    workers: int = max(1, min(os.cpu_count() or 1, 4))
-    max_reply: int = 64 * 1024 * 1024
-    strikes: int = 3
-
-    def __post_init__(self) -> None:
-        if not (
-            self.timeout > 0 and self.cpu_seconds > 0 and self.memory_mb > 0 and self.workers > 0 and self.strikes > 0
-        ):
-            raise CheckerError("checker limits must be positive")
 
 
 # -- the worker process ------------------------------------------------------------------------
@@ -550,30 +523,21 @@ def _plain(chats: Any) -> Any:
 
 _SHARED: CheckerPool | None = None
 _SHARED_LOCK = threading.Lock()
-_SHARED_LIMITS: CheckerLimits | None = None
-
-
-def configure_shared_pool(limits: CheckerLimits) -> None:
-    """Use ``limits`` for the shared pool (closing the current one, if any)."""
-    global _SHARED, _SHARED_LIMITS
-    with _SHARED_LOCK:
-        if _SHARED is not None:
-            _SHARED.close()
-            _SHARED = None
-        _SHARED_LIMITS = limits
-
-
-def shared_pool_limits() -> CheckerLimits | None:
-    """The limits :func:`configure_shared_pool` set (``None``: the defaults)."""
-    return _SHARED_LIMITS
+_SHARED_WITH: list[CheckerLimits | None] = [None]  # the configured limits the shared pool was started with
 
 
 def shared_pool() -> CheckerPool:
-    """The process's checker pool (started on first use, closed at exit)."""
+    """The process's checker pool (started on first use, closed at exit), with the limits of
+    :func:`~redline.lve.limits.configure_shared_pool`: a pool started with other limits is
+    closed and another started."""
     global _SHARED
+    limits = shared_pool_limits()
     with _SHARED_LOCK:
+        if _SHARED is not None and not _SHARED._closed and _SHARED_WITH[0] is not limits:
+            _SHARED.close()
         if _SHARED is None or _SHARED._closed:
-            _SHARED = CheckerPool(_SHARED_LIMITS)
+            _SHARED = CheckerPool(limits)
+            _SHARED_WITH[0] = limits
             atexit.register(_SHARED.close)
         return _SHARED
 

@@ -26,7 +26,17 @@ from redline.taxonomy import (
     tag_matches,
 )
 
-__all__ = ["Probe", "ProbeItem", "ProbeResult", "Prompt", "PromptProbe", "get_probe", "probes", "resolve_probes"]
+__all__ = [
+    "Probe",
+    "ProbeItem",
+    "ProbeResult",
+    "Prompt",
+    "PromptProbe",
+    "get_probe",
+    "probe_sources",
+    "probes",
+    "resolve_probes",
+]
 
 DEFAULT_PROBES = "harmful,encoding,injection"
 
@@ -111,6 +121,12 @@ probes = PluginRegistry(
         "benchmark.ORBenchToxic": "redline.probes.benchmark:ORBenchToxic",
     },
 )
+
+#: Probes built from files rather than from names, by what reads them: ``"lve"`` (the LVEs under
+#: each path, :func:`redline.probes.lve.lve_probes`). Loaded when a scan names such files, so a
+#: scan without them does not load the LVE format and its checkers; third parties add a source
+#: through the ``redline.probe_sources`` entry-point group.
+probe_sources = PluginRegistry("probe source", "redline.probe_sources", {"lve": "redline.probes.lve:lve_probes"})
 
 
 def _probe_class(name: str) -> type[Probe]:

@@ -27,18 +27,13 @@ from __future__ import annotations
 import inspect
 from typing import Any, ClassVar
 
-from redline.errors import RedlineError
 from redline.lve.checkers.registry import register_subclass
+from redline.lve.errors import CheckerError
 from redline.lve.prompt import LVEMessage, Role, variables_of
 
 __all__ = ["BaseChecker", "Chat", "CheckerError", "MultiRunBaseChecker", "extract_variables", "last_response"]
 
 Chat = list[LVEMessage]
-
-
-class CheckerError(RedlineError, ValueError):
-    """A checker cannot judge an instance because of how it is configured (e.g. a lambda whose
-    parameters do not match the prompt parameters). Not a verdict: callers report it."""
 
 
 def extract_variables(chat: Chat) -> dict[str, str | None]:
