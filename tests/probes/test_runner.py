@@ -102,3 +102,27 @@ async def test_attempts_are_scored_concurrency_at_a_time_and_a_bounded_backlog_w
         assert await run == []
     assert waiting_peak == backlog and len(generator.calls) == count
     assert scoring_peak == 2  # scoring (a judge's requests) never beyond the concurrency
+
+
+async def test_on_drained_is_called_once_when_every_request_is_answered():
+    drained = asyncio.Event()
+    calls: list[int] = []
+    sent: list[str] = []
+
+    def reply(conversation) -> str:
+        sent.append(user_text(conversation))
+        return "answer"
+
+    async def on_done(attempt: Attempt) -> None:
+        await drained.wait()  # a store holding its transaction until told nothing more is coming
+
+    def on_drained() -> None:
+        calls.append(len(sent))
+        drained.set()
+
+    probe = Three()
+    runner = AttemptRunner(ScriptedGenerator(reply), concurrency=2, on_done=on_done, on_drained=on_drained, keep=False)
+    await runner.start_detectors([probe])
+    async with asyncio.timeout(20):  # a hang guard: without the call, on_done never returns
+        await runner.run_all([(probe, a) for a in probe.create_attempts()])
+    assert calls == [3]  # once, after the last of the three requests

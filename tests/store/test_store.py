@@ -435,6 +435,23 @@ async def test_batch_writer_commits_at_once_then_at_most_once_per_interval(tmp_p
     assert committed == [1, 1, 1]
 
 
+async def test_a_hurried_batch_writer_stops_holding_transactions(tmp_path):
+    store = Store(tmp_path / "batch.db")
+    run_id = store.create_run("m", {})
+    committed: list[int] = []
+    async with asyncio.timeout(20):  # a hang guard: without hurry() the second save waits 60 s
+        async with BatchWriter(store, interval=60.0, on_commit=committed.append) as writer:
+            await writer.save_attempt(run_id, make_attempt(0))  # at once: nothing committed before
+            second = asyncio.create_task(writer.save_attempt(run_id, make_attempt(1)))
+            await asyncio.sleep(0.05)
+            assert committed == [1]  # held for the interval...
+            writer.hurry()
+            await second  # ...until hurried
+            assert committed == [1, 1] and stored(tmp_path / "batch.db", run_id) == 2
+            await writer.save_attempt(run_id, make_attempt(2))  # later ones are not held either
+            assert committed == [1, 1, 1]
+
+
 async def test_batch_writer_splits_at_max_batch(tmp_path, monkeypatch):
     store = Store(tmp_path / "batch.db")
     run_id = store.create_run("m", {})

@@ -286,6 +286,7 @@ def make_runner(
         keep=False,
         detector_options=config.detector_options,
         skip_unavailable=config.skip_unavailable,
+        on_drained=writer.hurry,  # the last attempts are not held for the commit interval
     )
 
 

@@ -34,8 +34,12 @@ def category_of(notes: Mapping[str, Any]) -> str | None:
     it has none."""
     for key in ("prompt_metadata", "item_metadata"):
         metadata = notes.get(key)
-        if isinstance(metadata, Mapping):
+        # (a dict and a str tested first: what every stored attempt holds, and checking a value
+        # against Mapping is several times slower; phase 4 and the summary read every attempt)
+        if type(metadata) is dict or isinstance(metadata, Mapping):
             category = metadata.get("category")
+            if type(category) is str:
+                return category
             if category is not None and not isinstance(category, (Mapping, list)):
                 return str(category)
     return None

@@ -67,6 +67,9 @@ class AttemptRunner:
 
     ``detector_options`` are passed to each detector by name; with ``skip_unavailable`` a probe
     whose detector cannot load gets ``skip_reason`` instead of stopping the run.
+    ``on_drained()`` is called once in :meth:`run_all` when every request has been answered and
+    only the attempts being finished remain (a store holding its next transaction for more
+    attempts need not wait).
     """
 
     def __init__(
@@ -78,6 +81,7 @@ class AttemptRunner:
         keep: bool = True,
         detector_options: dict[str, dict[str, Any]] | None = None,
         skip_unavailable: bool = False,
+        on_drained: Callable[[], None] | None = None,
     ) -> None:
         if generations < 1:
             raise UsageError("--generations must be at least 1")
@@ -89,6 +93,7 @@ class AttemptRunner:
             raise UsageError("--concurrency must be at least 1")
         self.concurrency = concurrency
         self.on_done = on_done
+        self.on_drained = on_drained
         self.keep = keep
         self._detectors: dict[str, Detector] = {}
         self._probe_detectors: dict[str, list[Detector]] = {}
@@ -244,12 +249,17 @@ class AttemptRunner:
             finally:
                 waiting.release()
 
+        sending = [workers]  # workers still sending requests
+
         async def worker(group: asyncio.TaskGroup) -> None:
             for index, (probe, attempt) in iterator:
                 generated = await self._generate(probe, attempt)
                 await waiting.acquire()
                 await scoring.acquire()
                 group.create_task(finish(index, probe, attempt, generated))
+            sending[0] -= 1
+            if not sending[0] and self.on_drained is not None:
+                self.on_drained()
 
         try:
             async with asyncio.TaskGroup() as group:

@@ -76,6 +76,7 @@ class BatchWriter:
         self._own = threading.local()  # the writing thread's connection
         self._own_stores: list[Store] = []
         self._inflight: tuple[concurrent.futures.Future, tuple] | None = None  # being written
+        self._pause: asyncio.Future | None = None  # the wait for ``interval`` to pass, if any
         # hashes of the cache keys in the store (and put since): a miss is answered without a
         # query; False when the store holds too many to load
         self._known: set[int] | Literal[False] | None = None
@@ -139,7 +140,17 @@ class BatchWriter:
             self._wake.clear()
             # Let every attempt that is ready on this turn of the loop join the transaction, and
             # those that finish before ``interval`` has passed since the last one.
-            await asyncio.sleep(max(0.0, last + self.interval - loop.time()))
+            pause = last + self.interval - loop.time()
+            if pause > 0:
+                self._pause = loop.create_future()
+                timer = loop.call_later(pause, _end_pause, self._pause)
+                try:
+                    await self._pause
+                finally:
+                    timer.cancel()
+                    self._pause = None
+            else:
+                await asyncio.sleep(0)
             while self._rows or self._cache:
                 batch = self._take()
                 if self._executor is None:
@@ -151,6 +162,13 @@ class BatchWriter:
                     self._inflight = None
                 last = loop.time()
                 self._settle(batch, error)
+
+    def hurry(self) -> None:
+        """Stop holding transactions for ``interval``: the next one, and every later one, is
+        written as soon as its attempts are queued (for a runner that has sent its last request:
+        no attempt that could share the transaction is coming)."""
+        self.interval = 0.0
+        _end_pause(self._pause)
 
     def _take(self) -> tuple[list[tuple], list[asyncio.Future], dict[str, list[Any]]]:
         """The next transaction's rows (at most :attr:`max_batch`), their waiters, and the
@@ -234,3 +252,8 @@ class BatchWriter:
                 await task
             except asyncio.CancelledError:
                 pass
+
+
+def _end_pause(pause: asyncio.Future | None) -> None:
+    if pause is not None and not pause.done():
+        pause.set_result(None)
