@@ -7,10 +7,12 @@ a scan's shape (a dataset prompt, one answer, the refusal detector's score, the 
 with a fixed amount of Python work per attempt standing in for the rest of the scan, and
 measures the CPU time (all threads) and the wall time per attempt beyond that work, for:
 
-- the *ceiling*: a bare ``sqlite3`` loop writing the same rows (``Store.attempt_row``) in
-  transactions of 64, no event loop, no writer;
+- the *ceiling*: a bare ``sqlite3`` loop writing the same rows (``Store.attempt_row`` and, as a
+  scan with its cache on does, the answer's cache entry) in transactions of 64, no event loop, no
+  writer;
 - the writer as a scan sets it (:data:`redline.engine.pipeline.COMMIT_INTERVAL`, on the loop's
-  thread);
+  thread, cache entries :data:`~redline.engine.pipeline.CACHE_BATCH` at a time);
+- the same with each transaction taking the cache entries queued (the setting before);
 - on the loop's thread with no interval, and in a thread of its own (``thread=True``) with and
   without it: the settings measured against.
 
@@ -35,11 +37,15 @@ import time
 from pathlib import Path
 
 from redline.attempt import Attempt, Message
-from redline.engine.pipeline import COMMIT_INTERVAL
+from redline.engine.pipeline import CACHE_BATCH, COMMIT_INTERVAL
 from redline.eventloop import loop_factory
+from redline.generators.cache import request_keys
+from redline.jsonio import dumps
 from redline.probes.runner import waiting_bound
 from redline.store import BatchWriter, Store
 from redline.store.schema import INSERT_ATTEMPT
+
+INSERT_CACHE = "INSERT OR REPLACE INTO cache VALUES (?, ?, ?)"
 
 #: Attempts in flight in one of a scan's worker processes (``-c 64`` over two workers).
 CONCURRENCY = 32
@@ -83,34 +89,48 @@ def work_cost(rounds: int = 20000) -> float:
     return (time.process_time() - started) / rounds
 
 
+def cache_entry(attempt: Attempt) -> tuple[str, list]:
+    """The cache entry a scan puts for the attempt's answer: its key and its outputs."""
+    key = request_keys('["openai", {"model": "bench"}]', attempt.prompt, 1)[0]
+    return key, [attempt.outputs[0].as_dict()]
+
+
 def bare_sqlite(path: Path, attempts: list[Attempt]) -> None:
-    """The ceiling: the same rows, 64 to a transaction, straight through sqlite3."""
+    """The ceiling: the same rows and cache entries, 64 to a transaction, straight through sqlite3."""
     store = Store(path)  # the schema and pragmas a scan's store has
     store.close()
     db = sqlite3.connect(path, isolation_level=None)
     db.execute("PRAGMA synchronous=NORMAL")
     batch: list[tuple] = []
+    cache: list[tuple] = []
     for attempt in attempts:
         work()
         batch.append(Store.attempt_row("run", attempt))
+        key, outputs = cache_entry(attempt)
+        cache.append((key, dumps(outputs), 0.0))
         if len(batch) == 64:
             db.execute("BEGIN")
             db.executemany(INSERT_ATTEMPT, batch)
+            db.executemany(INSERT_CACHE, cache)
             db.execute("COMMIT")
-            batch = []
+            batch, cache = [], []
     if batch:
         db.execute("BEGIN")
         db.executemany(INSERT_ATTEMPT, batch)
+        db.executemany(INSERT_CACHE, cache)
         db.execute("COMMIT")
     db.close()
 
 
-async def through_writer(path: Path, attempts: list[Attempt], thread: bool, interval: float) -> int:
-    """The attempts saved through a writer as a scan's runner saves them: scored on the loop,
-    then waiting for their commit in a task of their own, at most the runner's backlog at once."""
+async def through_writer(
+    path: Path, attempts: list[Attempt], thread: bool, interval: float, cache_batch: int = 1
+) -> int:
+    """The attempts saved through a writer as a scan's runner saves them: the answer's cache
+    entry put, scored on the loop, then waiting for their commit in a task of their own, at most
+    the runner's backlog at once."""
     store = Store(path)
     waiting = asyncio.Semaphore(waiting_bound(CONCURRENCY))
-    async with BatchWriter(store, interval=interval, thread=thread) as writer:
+    async with BatchWriter(store, interval=interval, thread=thread, cache_batch=cache_batch) as writer:
 
         async def save(attempt: Attempt) -> None:
             try:
@@ -120,6 +140,7 @@ async def through_writer(path: Path, attempts: list[Attempt], thread: bool, inte
 
         async with asyncio.TaskGroup() as group:
             for attempt in attempts:
+                writer.cache_put(*cache_entry(attempt))
                 work()
                 await waiting.acquire()
                 group.create_task(save(attempt))
@@ -148,7 +169,12 @@ def measure(name: str, attempts: list[Attempt], folder: Path, per_attempt_work: 
 SETTINGS: list[tuple[str, dict]] = [
     ("bare sqlite3, 64 per transaction (ceiling)", {}),
     (
-        f"writer as a scan sets it: loop's thread, interval {COMMIT_INTERVAL * 1000:g} ms",
+        f"writer as a scan sets it: loop's thread, interval {COMMIT_INTERVAL * 1000:g} ms, "
+        f"cache entries {CACHE_BATCH:,} at a time",
+        {"thread": False, "interval": COMMIT_INTERVAL, "cache_batch": CACHE_BATCH},
+    ),
+    (
+        f"loop's thread, interval {COMMIT_INTERVAL * 1000:g} ms, cache entries with every transaction (before)",
         {"thread": False, "interval": COMMIT_INTERVAL},
     ),
     ("loop's thread, no interval", {"thread": False, "interval": 0.0}),

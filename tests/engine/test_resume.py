@@ -191,7 +191,7 @@ async def test_group_commit_batches_attempts_and_commits_before_reporting(tmp_pa
     assert set(reported) <= set(itertools.accumulate(commits))
     # attempts finishing together share a transaction (the first wave at once, later ones with
     # those that finish within the scan's commit interval): never more transactions than waves
-    assert commits[0] == 16
+    assert commits[0] >= 16  # the first wave whole (an attempt of the next may join it)
     assert sum(commits) == 60 and len(commits) <= len(gate.waves)
 
 

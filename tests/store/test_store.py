@@ -937,3 +937,48 @@ async def test_batch_writer_finds_a_key_put_into_an_empty_cache_once_committed(t
         writer.cache_put("later", ["answer"])
         await writer.save_attempt(run_id, make_attempt(0))  # committed: no longer queued
         assert writer.cache_get("later") == ["answer"]
+
+
+def cache_keys_in_file(path) -> list[str]:
+    """The cache keys in the file, in the order they were written, through a separate connection."""
+    with Store(path) as other:
+        return [row[0] for row in other._db.execute("SELECT key FROM cache ORDER BY rowid")]
+
+
+async def test_batch_writer_holds_cache_entries_until_cache_batch_are_queued(tmp_path):
+    path = tmp_path / "batch.db"
+    store = Store(path)
+    run_id = store.create_run("m", {})
+    async with BatchWriter(store, cache_batch=3) as writer:
+        writer.cache_put("k2", ["two"])
+        writer.cache_put("k1", ["one"])
+        await writer.save_attempt(run_id, make_attempt(0))
+        assert stored(path, run_id) == 1  # the attempt is committed...
+        assert cache_keys_in_file(path) == []  # ...its transaction left the two entries queued
+        assert writer.cache_get("k1") == ["one"]  # and they are seen while queued
+        writer.cache_put("k0", ["zero"])  # the third: due, written without waiting for an attempt
+        for _ in range(5):
+            await asyncio.sleep(0)
+        assert cache_keys_in_file(path) == ["k0", "k1", "k2"]  # in key order
+        writer.cache_put("k9", ["nine"])
+        await writer.save_attempt(run_id, make_attempt(1))
+        assert cache_keys_in_file(path) == ["k0", "k1", "k2"]
+    # closing the writer writes what is still queued
+    assert cache_keys_in_file(path) == ["k0", "k1", "k2", "k9"]
+    assert store.cache_get("k9") == ["nine"]
+
+
+async def test_batch_writer_hurry_writes_the_queued_cache_entries(tmp_path):
+    path = tmp_path / "batch.db"
+    store = Store(path)
+    run_id = store.create_run("m", {})
+    async with BatchWriter(store, cache_batch=100) as writer:
+        writer.cache_put("b", ["b"])
+        writer.cache_put("a", ["a"])
+        writer.hurry()  # the runner's last request is answered: nothing more is coming
+        for _ in range(5):
+            await asyncio.sleep(0)
+        assert cache_keys_in_file(path) == ["a", "b"]
+        writer.cache_put("c", ["c"])  # from now on every entry goes with the next transaction
+        await writer.save_attempt(run_id, make_attempt(0))
+        assert cache_keys_in_file(path) == ["a", "b", "c"]

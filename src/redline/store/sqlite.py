@@ -345,7 +345,8 @@ class Store:
             if cache_items:
                 self._db.executemany(
                     "INSERT OR REPLACE INTO cache VALUES (?, ?, ?)",
-                    [(k, jsonio.dumps(v), now) for k, v in cache_items.items()],
+                    # in key order: neighbouring keys share the pages of the key's index
+                    [(k, jsonio.dumps(v), now) for k, v in sorted(cache_items.items())],
                 )
 
     def count_attempts(self, run_id: str, probe: str | None = None, errored: bool | None = None) -> int:

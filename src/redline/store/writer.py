@@ -38,8 +38,13 @@ class BatchWriter:
     attempt saved while the previous transaction is being written, or less than ``interval``
     seconds after it, shares the next one: a busy scan commits in batches (at most one
     transaction per ``interval``, at most ``max_batch`` attempts each) while a quiet one commits
-    each attempt at once. ``cache_put`` queues a cache entry for the next transaction without
-    waiting; ``cache_get`` also sees queued entries and those being written, and answers a key
+    each attempt at once. ``cache_put`` queues a cache entry without waiting; the queued entries
+    join a transaction once there are ``cache_batch`` of them (the next one, by default), when
+    :meth:`hurry` is called and when the writer closes, in key order. ``cache_batch`` trades what
+    a kill loses (queued cache entries, never an attempt: at worst a later run asks the model
+    again) for fewer pages written: a cache key is a hash, so entries written a few at a time land
+    on as many pages of the key's index, and written many at a time, in order, share them.
+    ``cache_get`` also sees queued entries and those being written, and answers a key
     that is neither in the store when it first looks (up to :data:`KNOWN_KEYS_LIMIT` keys) nor put
     since without asking SQLite (an entry another process adds meanwhile is not seen). Use as
     ``async with BatchWriter(store) as writer``: leaving the block (normally, by an exception or
@@ -60,11 +65,13 @@ class BatchWriter:
         interval: float = 0.0,
         thread: bool = False,
         on_commit: Callable[[int], None] | None = None,
+        cache_batch: int = 1,
     ) -> None:
         self.store = store
         self.on_commit = on_commit
         self.max_batch = max(1, max_batch)
         self.interval = max(0.0, interval)
+        self.cache_batch = max(1, cache_batch)
         self.thread = thread
         self._rows: list[tuple] = []
         self._waiters: list[asyncio.Future] = []
@@ -128,8 +135,9 @@ class BatchWriter:
             self.store.cache_put(key, outputs)
             return
         self._cache[key] = outputs
-        assert self._wake is not None
-        self._wake.set()
+        if len(self._cache) >= self.cache_batch:
+            assert self._wake is not None
+            self._wake.set()
 
     async def _run(self) -> None:
         assert self._wake is not None
@@ -151,7 +159,7 @@ class BatchWriter:
                     self._pause = None
             else:
                 await asyncio.sleep(0)
-            while self._rows or self._cache:
+            while self._rows or self._cache_due():
                 batch = self._take()
                 if self._executor is None:
                     error = self._write_here(batch)
@@ -164,19 +172,30 @@ class BatchWriter:
                 self._settle(batch, error)
 
     def hurry(self) -> None:
-        """Stop holding transactions for ``interval``: the next one, and every later one, is
-        written as soon as its attempts are queued (for a runner that has sent its last request:
-        no attempt that could share the transaction is coming)."""
+        """Stop holding transactions for ``interval`` and cache entries for ``cache_batch``: the
+        next transaction, and every later one, is written as soon as its attempts or entries are
+        queued (for a runner that has sent its last request: nothing that could share the
+        transaction is coming)."""
         self.interval = 0.0
+        self.cache_batch = 1
         _end_pause(self._pause)
+        if self._cache and self._wake is not None:
+            self._wake.set()
+
+    def _cache_due(self) -> bool:
+        """Whether the queued cache entries are to be written with the next transaction."""
+        return len(self._cache) >= self.cache_batch or (bool(self._cache) and self._task is None)
 
     def _take(self) -> tuple[list[tuple], list[asyncio.Future], dict[str, list[Any]]]:
         """The next transaction's rows (at most :attr:`max_batch`), their waiters, and the
         queued cache entries (visible to :meth:`cache_get` until they are written)."""
         rows, waiters = self._rows[: self.max_batch], self._waiters[: self.max_batch]
         del self._rows[: self.max_batch], self._waiters[: self.max_batch]
-        cache, self._cache = self._cache, {}
-        self._writing = cache
+        if self._cache_due():
+            cache, self._cache = self._cache, {}
+            self._writing = cache
+        else:
+            cache = {}
         return rows, waiters, cache
 
     def _write_here(self, batch: tuple, store: Store | None = None) -> BaseException | None:
