@@ -29,7 +29,8 @@ after the CLI: the machine may be shared) and the ratios, the ratio to the ideal
 runs N times between the loops: the figures are the run of median wall time's, and the
 whole-process ratio is followed by the range of every run's (this machine's timings vary by
 10-20% from one run to the next). redline's modules are compiled to bytecode first, as an
-installed package's are.
+installed package's are. For context at 0 ms, a third table compares the CLI's whole process
+with a bare aiohttp client's whole process for the same requests (:data:`AIOHTTP_PROCESS`).
 
     python bench/bench_throughput.py                      # the suite below, one table
     python bench/bench_throughput.py --attempts 3000 --latency-ms 200 --concurrency 64 [--fault-rate 0.05] [--repeat 3]
@@ -218,6 +219,40 @@ async def aiohttp_loop(base_url: str, requests: int, concurrency: int) -> float:
         return await run(requests)
 
 
+#: The loop of :func:`aiohttp_loop` as a script of its own, for the whole-process comparison: a
+#: bare aiohttp client run as a process (the interpreter's start, aiohttp's import, its session
+#: and the requests), timed like the CLI. Arguments: base URL, requests, concurrency.
+AIOHTTP_PROCESS = """
+import asyncio, json, sys
+import aiohttp
+url, requests, concurrency = sys.argv[1] + "/chat/completions", int(sys.argv[2]), int(sys.argv[3])
+headers = {"content-type": "application/json", "authorization": "Bearer dummy"}
+async def main():
+    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=concurrency), headers=headers) as session:
+        counter = iter(range(requests))
+        async def worker():
+            for i in counter:
+                message = {"role": "user", "content": f"Request {i}: explain tides."}
+                body = json.dumps({"model": "bench", "messages": [message]}).encode()
+                async with session.post(url, data=body) as response:
+                    json.loads(await response.read())
+        await asyncio.gather(*(worker() for _ in range(concurrency)))
+asyncio.run(main())
+"""
+
+
+def aiohttp_process(base_url: str, requests: int, concurrency: int) -> float:
+    """Requests/s of :data:`AIOHTTP_PROCESS` over its whole process (context for the CLI's
+    whole-process rate; the target is set against the loop's own rate)."""
+    started = time.perf_counter()
+    subprocess.run(
+        [sys.executable, "-c", AIOHTTP_PROCESS, base_url, str(requests), str(concurrency)],
+        check=True,
+        capture_output=True,
+    )
+    return requests / (time.perf_counter() - started)
+
+
 async def httpx_loop(base_url: str, requests: int, concurrency: int) -> float:
     """Requests/s of a bare httpx loop (the client redline used before aiohttp), same shape."""
     import httpx
@@ -283,6 +318,10 @@ def uvloop_installed() -> bool:
     except ImportError:
         return False
     return True
+
+
+#: The bare client loops of the second table (the choice of client).
+CLIENT_LOOPS = ("aiohttp", "aiohttp-uvloop", "httpx", "redline wire client", "redline wire client on uvloop")
 
 
 def bare_loops(base_url: str, requests: int, concurrency: int, with_others: bool) -> dict[str, float]:
@@ -464,6 +503,8 @@ def measure(attempts: int, latency_ms: float, concurrency: int, fault_rate: floa
             # ceiling is not measured low.
             _run_on("asyncio", aiohttp_loop(server.base_url, loop_requests, concurrency))
             before = bare_loops(server.base_url, loop_requests, concurrency, with_others=latency_ms == 0)
+            if latency_ms == 0:  # the whole process of a bare client, for the same requests
+                before["aiohttp, whole process"] = aiohttp_process(server.base_url, attempts, concurrency)
         runs = []
         for index in range(repeat):
             store = Path(tmp) / ("bench.db" if index == 0 else f"bench-{index}.db")
@@ -473,6 +514,8 @@ def measure(attempts: int, latency_ms: float, concurrency: int, fault_rate: floa
         result["walls"] = [run["wall_s"] for run, _ in runs]
         if loops:  # before and after the CLI: the better of the two (the machine may be shared)
             after = bare_loops(server.base_url, loop_requests, concurrency, with_others=False)
+            if latency_ms == 0:
+                after["aiohttp, whole process"] = aiohttp_process(server.base_url, attempts, concurrency)
             result["loops"] = {k: max(v, after.get(k, 0.0)) for k, v in before.items()}
             result["aiohttp_rate"] = result["loops"]["aiohttp"]
             if "aiohttp-uvloop" in result["loops"]:
@@ -488,6 +531,9 @@ def measure(attempts: int, latency_ms: float, concurrency: int, fault_rate: floa
             result["scan_ratio_to_aiohttp"] = result["scan_rate"] / result["aiohttp_rate"]
     if "aiohttp_uvloop_rate" in result:
         result["ratio_to_aiohttp_uvloop"] = result["cli_rate"] / result["aiohttp_uvloop_rate"]
+    if "aiohttp, whole process" in result.get("loops", {}):
+        result["aiohttp_process_rate"] = result["loops"]["aiohttp, whole process"]
+        result["ratio_to_aiohttp_process"] = result["cli_rate"] / result["aiohttp_process_rate"]
     if latency_ms:
         result["ideal_rate"] = concurrency / (latency_ms / 1000)
         result["ratio_to_ideal"] = result["cli_rate"] / result["ideal_rate"]
@@ -569,7 +615,7 @@ def main() -> None:
         cases = [(f"{args.attempts} prompts", case)]
     if not args.json:
         print(HEADER, flush=True)
-    commands, clients = [], []
+    commands, clients, processes = [], [], []
     for title, case in cases:
         options = dict(zip(case[::2], case[1::2]))
         result = measure(
@@ -583,8 +629,15 @@ def main() -> None:
             print(f"{title}: redline exited {result['exit']}\n{result['stderr']}", file=sys.stderr, flush=True)
         print(json.dumps(result) if args.json else row(title, result), flush=True)
         commands.append(f"- {title}: `python bench/bench_throughput.py {' '.join(case)}` runs `{result['command']}`")
-        if len(result.get("loops", {})) > 2 and not clients:
-            clients = [f"| {name} | {rate:,.0f} req/s |" for name, rate in result["loops"].items()]
+        if "aiohttp_process_rate" in result:
+            processes.append(
+                f"| {title} | {result['aiohttp_process_rate']:,.0f} req/s ({result['attempts'] / result['aiohttp_process_rate']:.2f} s) "
+                f"| {result['cli_rate']:,.0f} att/s ({result['wall_s']:.2f} s) | {result['ratio_to_aiohttp_process']:.2f} |"
+            )
+        if len(result.get("loops", {})) > 3 and not clients:
+            clients = [
+                f"| {name} | {rate:,.0f} req/s |" for name, rate in result["loops"].items() if name in CLIENT_LOOPS
+            ]
             clients.insert(
                 0, f"Bare client loops ({title}, {concurrency_of(case)} workers):\n\n| client | rate |\n|---|---:|"
             )
@@ -592,6 +645,15 @@ def main() -> None:
         print("\n" + "\n".join(commands))
         if clients:
             print("\n" + "\n".join(clients))
+        if processes:
+            print(
+                "\nWhole process against whole process (context; the targets are set against the loop's "
+                "own rate): a bare aiohttp client run as a process for the same requests "
+                "(`AIOHTTP_PROCESS`: the interpreter's start, aiohttp's import, the loop; the better of "
+                "one run before the scans and one after)\n\n"
+                "| case | bare aiohttp, whole process | redline, whole process | ratio |\n|---|---:|---:|---:|"
+            )
+            print("\n".join(processes))
 
 
 if __name__ == "__main__":
