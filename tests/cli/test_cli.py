@@ -296,3 +296,34 @@ def test_names_with_markup_are_shown_literally(tmp_path):
     assert scan.returncode == 0, scan.stderr
     assert "test.repeat:[bold]x[/bold] [y]" in scan.stdout.replace("\n", "")
     assert "[bold]x[/bold] [y]" in redline("runs", "--store", db).stdout
+
+
+def test_scan_builds_the_progress_bar_only_where_it_is_shown(tmp_path):
+    """Not on a terminal (CI, a pipe), a scan prints progress lines and builds no bar: the bar's
+    spinner loads rich's emoji table. With REDLINE_PROGRESS=1 the bar is drawn with its count."""
+    script = (
+        "import atexit, sys, redline.cli.main as m\n"
+        "loaded = lambda: [n for n in ('rich._emoji_codes',) if n in sys.modules]\n"
+        "atexit.register(lambda: print(loaded(), file=sys.stderr))  # (the console script ends with os._exit)\n"
+        "sys.argv = ['redline', 'scan', '-m', 'test.echo', '--dataset', sys.argv[1], '--store', sys.argv[2]]\n"
+        "m.main()\n"
+    )
+    dataset = tmp_path / "prompts.jsonl"
+    dataset.write_text("".join(f'{{"prompt": "Explain topic {i}."}}\n' for i in range(3)))
+    env = {k: v for k, v in os.environ.items() if k != "REDLINE_PROGRESS"}
+    runs = {}
+    for shown in (False, True):
+        store = tmp_path / f"s{int(shown)}.db"
+        proc = subprocess.run(
+            [sys.executable, "-c", script, str(dataset), str(store)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env={**env, "REDLINE_PROGRESS": "1"} if shown else env,
+        )
+        assert proc.returncode == 0, proc.stderr
+        runs[shown] = proc.stderr
+    assert runs[False].splitlines()[-1] == "[]"
+    assert "progress: 3/3 attempts" in runs[False] and "\u2501" not in runs[False]
+    assert runs[True].splitlines()[-1] == "['rich._emoji_codes']"
+    assert "\u2501" in runs[True] and "3/3" in runs[True]  # the bar, with its count

@@ -321,17 +321,11 @@ def run_scan(
             preforked.discard()
         raise
     state: dict[str, Any] = {"run_id": resume, "task": None}
-    progress = Progress(
-        SpinnerColumn(),
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        RateColumn(),
-        TimeElapsedColumn(),
-        console=err_console,
-        disable=not err_console.is_terminal and os.environ.get("REDLINE_PROGRESS") != "1",
-        transient=False,
-    )
+    shown = err_console.is_terminal or os.environ.get("REDLINE_PROGRESS") == "1"
+    columns: list[Any] = [TextColumn("{task.description}")]
+    if shown:  # the bar's other columns only where it is shown (the spinner loads rich's emoji table: 5 ms)
+        columns = [SpinnerColumn(), *columns, BarColumn(), MofNCompleteColumn(), RateColumn(), TimeElapsedColumn()]
+    progress = Progress(*columns, console=err_console, disable=not shown, transient=False)
     # the model spec as typed, made printable (visible) for the log and literal (escape) for the bar
     model_name = visible(config.model if config and config.model else "model")
     beat = (
