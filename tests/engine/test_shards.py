@@ -154,7 +154,7 @@ def test_workers_share_the_limits_of_one_process() -> None:
 
 
 def test_a_worker_is_told_its_share_and_the_lve_checkers_limits(monkeypatch) -> None:
-    monkeypatch.setattr(limits, "_CONFIGURED", [None])
+    monkeypatch.setattr(limits, "_configured", None)
     configure_shared_pool(CheckerLimits(timeout=7.0, cpu_seconds=7, memory_mb=300))
     executor = ShardExecutor(store_path="s.db", concurrency=10, retry_errors=True)
     order = executor.order(ScanConfig(model="openai:m", generator_options={"rpm": 60}), 1, 2)

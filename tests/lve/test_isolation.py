@@ -225,8 +225,9 @@ def test_limits_must_be_positive():
 
 
 def test_the_shared_pool_takes_the_configured_limits_and_restarts_when_they_change(monkeypatch):
-    monkeypatch.setattr(limits, "_CONFIGURED", [None])
+    monkeypatch.setattr(limits, "_configured", None)
     monkeypatch.setattr(isolation, "_SHARED", None)
+    monkeypatch.setattr(isolation, "_SHARED_WITH", None)
     first = CheckerLimits(timeout=5.0, cpu_seconds=5, memory_mb=256)
     limits.configure_shared_pool(first)
     pool = isolation.shared_pool()

@@ -323,7 +323,7 @@ def run_scan(
     state: dict[str, Any] = {"run_id": resume, "task": None}
     shown = err_console.is_terminal or os.environ.get("REDLINE_PROGRESS") == "1"
     columns: list[Any] = [TextColumn("{task.description}")]
-    if shown:  # the bar's other columns only where it is shown (the spinner loads rich's emoji table: 5 ms)
+    if shown:  # the bar's other columns only where it is shown (the spinner loads rich's emoji table: 2-3 ms)
         columns = [SpinnerColumn(), *columns, BarColumn(), MofNCompleteColumn(), RateColumn(), TimeElapsedColumn()]
     progress = Progress(*columns, console=err_console, disable=not shown, transient=False)
     # the model spec as typed, made printable (visible) for the log and literal (escape) for the bar

@@ -95,8 +95,8 @@ COMMIT_INTERVAL = 0.005
 
 #: A scan's new cache entries are written this many at a time, in key order (see
 #: :class:`~redline.store.BatchWriter`): written a few with each transaction, their random keys
-#: landed on as many pages of the key's index (a scan of 10,000 prompts wrote 44,000 pages, 24,000
-#: this way). A kill loses at most this many entries, never an attempt.
+#: landed on as many pages of the key's index (a scan of 10,000 prompts wrote about 44,000 pages,
+#: 24,000 this way). A kill loses at most this many entries, never an attempt.
 CACHE_BATCH = 1024
 
 

@@ -523,21 +523,21 @@ def _plain(chats: Any) -> Any:
 
 _SHARED: CheckerPool | None = None
 _SHARED_LOCK = threading.Lock()
-_SHARED_WITH: list[CheckerLimits | None] = [None]  # the configured limits the shared pool was started with
+_SHARED_WITH: CheckerLimits | None = None  # the configured limits the shared pool was started with
 
 
 def shared_pool() -> CheckerPool:
     """The process's checker pool (started on first use, closed at exit), with the limits of
     :func:`~redline.lve.limits.configure_shared_pool`: a pool started with other limits is
     closed and another started."""
-    global _SHARED
+    global _SHARED, _SHARED_WITH
     limits = shared_pool_limits()
     with _SHARED_LOCK:
-        if _SHARED is not None and not _SHARED._closed and _SHARED_WITH[0] is not limits:
+        if _SHARED is not None and not _SHARED._closed and _SHARED_WITH is not limits:
             _SHARED.close()
         if _SHARED is None or _SHARED._closed:
             _SHARED = CheckerPool(limits)
-            _SHARED_WITH[0] = limits
+            _SHARED_WITH = limits
             atexit.register(_SHARED.close)
         return _SHARED
 

@@ -57,16 +57,17 @@ def checker_limits(timeout: float, memory_mb: int) -> CheckerLimits:
     return CheckerLimits(timeout=timeout, cpu_seconds=max(1, round(timeout)), memory_mb=memory_mb)
 
 
-_CONFIGURED: list[CheckerLimits | None] = [None]
+_configured: CheckerLimits | None = None
 
 
 def configure_shared_pool(limits: CheckerLimits) -> None:
     """Use ``limits`` for this process's shared pool of checker workers
     (:func:`redline.lve.isolation.shared_pool`): a pool started with other limits is closed
     and started again with these when next used."""
-    _CONFIGURED[0] = limits
+    global _configured
+    _configured = limits
 
 
 def shared_pool_limits() -> CheckerLimits | None:
     """The limits :func:`configure_shared_pool` set (``None``: the defaults)."""
-    return _CONFIGURED[0]
+    return _configured
