@@ -20,22 +20,25 @@ latency and fault rate, then in the same run:
    set size together (sampled every 250 ms), which counts once the pages a forked worker still
    shares with the scan's process.
 
-It prints a Markdown table: the CLI's attempts/s over its whole process and over its scan phase
-(the rate its own last progress line reports: from the first attempt to the last one stored,
-without start-up and phase 4), the ceiling's requests/s (the better of one loop before and one
-after the CLI: the machine may be shared) and the ratios, the ratio to the ideal
+A case runs in rounds (``--repeat N``: N rounds): each round times one scan and the ceilings right
+next to it, before the scan in even rounds and after it in odd ones, and its ratios compare the
+two (this machine's speed drifts by a third from one minute to the next, so a ceiling taken
+minutes apart from the scan would measure the machine as much as redline). It prints a Markdown
+table: the CLI's attempts/s over its whole process and over its scan phase (the rate its own
+last progress line reports: from the first attempt to the last one stored, without start-up and
+phase 4), the ceilings' requests/s (the median of the rounds') and the ratios (the median of the
+rounds', the whole-process one followed by their range), the ratio to the ideal
 ``concurrency / latency`` when a latency is set, peak RSS and PSS, and what the store holds
-(attempts, errored), with the exact command of each case. With ``--repeat N`` the case's scan
-runs N times between the loops: the figures are the run of median wall time's, and the
-whole-process ratio is followed by the range of every run's (this machine's timings vary by
-10-20% from one run to the next). redline's modules are compiled to bytecode first, as an
+(attempts, errored), with the exact command of each case; the rates, memory and store shown are
+those of the scan of median wall time. redline's modules are compiled to bytecode first, as an
 installed package's are. For context at 0 ms, a third table compares the CLI's whole process
-with a bare aiohttp client's whole process for the same requests (:data:`AIOHTTP_PROCESS`).
+with a bare aiohttp client's whole process for the same requests (:data:`AIOHTTP_PROCESS`), run
+in every round too.
 
     python bench/bench_throughput.py                      # the suite below, one table
     python bench/bench_throughput.py --attempts 3000 --latency-ms 200 --concurrency 64 [--fault-rate 0.05] [--repeat 3]
 
-The suite: 3,000 and 30,000 prompts at 0 ms, three scans each (target ≥ 0.5 of the aiohttp
+The suite: 3,000 and 30,000 prompts at 0 ms, five and three rounds (target ≥ 0.5 of the aiohttp
 loop: the whole process includes start-up and summary, which 3,000 prompts at 0 ms do not
 amortise); 5,000 prompts at 200 ms and concurrency 64 (target ≥ 0.9 of the ideal 320/s); 10,000
 (three scans) and 100,000 prompts at 0 ms (peak RSS flat, 100,000 under 300 MB); 3,000 prompts
@@ -54,6 +57,7 @@ import random
 import re
 import shlex
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -482,14 +486,26 @@ def stored_counts(store: Path) -> tuple[int, int]:
         db.close()
 
 
+def ceilings(base_url: str, attempts: int, concurrency: int, latency_ms: float) -> dict[str, float]:
+    """One round's ceilings: the bare aiohttp loop on either event loop (:func:`bare_loops`) and,
+    at 0 ms, a bare aiohttp client's whole process for the scan's requests."""
+    requests = min(attempts, 5000) if latency_ms == 0 else min(attempts, concurrency * 15)
+    rates = bare_loops(base_url, requests, concurrency, with_others=False)
+    if latency_ms == 0:
+        rates["aiohttp, whole process"] = aiohttp_process(base_url, attempts, concurrency)
+    return rates
+
+
 def measure(attempts: int, latency_ms: float, concurrency: int, fault_rate: float, repeat: int = 1) -> dict:
-    """One case: the bare loops before (after one left out) and after, and ``repeat`` scans
-    between them (each into a store of its own); the scan of median wall time is the result, with
-    every run's wall time in ``walls``."""
+    """One case: ``repeat`` rounds, each a scan (into a store of its own) and the ceilings
+    (:func:`ceilings`) measured right next to it, before the scan in even rounds and after it in
+    odd ones. Each round's ratios compare its scan with its own ceilings, so that the machine's
+    speed, which drifts by a third from minute to minute here, is the same on both sides of a
+    ratio; a case's ratio is the median of its rounds', with their range. The scan of median wall
+    time is the case's run (its rate, memory and store)."""
     with MockServer(latency_ms, fault_rate) as server, tempfile.TemporaryDirectory() as tmp:
         dataset = Path(tmp) / "prompts.jsonl"
         write_dataset(dataset, attempts)
-        loop_requests = min(attempts, 5000) if latency_ms == 0 else min(attempts, concurrency * 15)
         result: dict[str, Any] = {
             "attempts": attempts,
             "latency_ms": latency_ms,
@@ -497,43 +513,56 @@ def measure(attempts: int, latency_ms: float, concurrency: int, fault_rate: floa
             "fault_rate": fault_rate,
         }
         loops = not fault_rate  # a fault would stop the bare loops: they do not retry
+        others: dict[str, float] = {}
         if loops:
             # A first aiohttp loop in a process runs a third slower than the next ones (measured:
             # 6,454 req/s, then 9,423, 9,300, 9,919): one is run and its rate left out, so that the
             # ceiling is not measured low.
-            _run_on("asyncio", aiohttp_loop(server.base_url, loop_requests, concurrency))
-            before = bare_loops(server.base_url, loop_requests, concurrency, with_others=latency_ms == 0)
-            if latency_ms == 0:  # the whole process of a bare client, for the same requests
-                before["aiohttp, whole process"] = aiohttp_process(server.base_url, attempts, concurrency)
-        runs = []
+            _run_on("asyncio", aiohttp_loop(server.base_url, min(attempts, 5000), concurrency))
+            if latency_ms == 0:  # the other clients, once: the record of the choice of client
+                others = bare_loops(server.base_url, min(attempts, 5000), concurrency, with_others=True)
+        rounds: list[tuple[dict, Path, dict[str, float]]] = []
         for index in range(repeat):
             store = Path(tmp) / ("bench.db" if index == 0 else f"bench-{index}.db")
-            runs.append((run_cli(server.base_url, dataset, store, concurrency, fault_rate), store))
-        cli, store = sorted(runs, key=lambda run: run[0]["wall_s"])[len(runs) // 2]
-        cli["command"] = runs[0][0]["command"]
-        result["walls"] = [run["wall_s"] for run, _ in runs]
-        if loops:  # before and after the CLI: the better of the two (the machine may be shared)
-            after = bare_loops(server.base_url, loop_requests, concurrency, with_others=False)
-            if latency_ms == 0:
-                after["aiohttp, whole process"] = aiohttp_process(server.base_url, attempts, concurrency)
-            result["loops"] = {k: max(v, after.get(k, 0.0)) for k, v in before.items()}
-            result["aiohttp_rate"] = result["loops"]["aiohttp"]
-            if "aiohttp-uvloop" in result["loops"]:
-                result["aiohttp_uvloop_rate"] = result["loops"]["aiohttp-uvloop"]
+            before = loops and index % 2 == 0
+            ceiling = ceilings(server.base_url, attempts, concurrency, latency_ms) if before else {}
+            cli = run_cli(server.base_url, dataset, store, concurrency, fault_rate)
+            if loops and not before:
+                ceiling = ceilings(server.base_url, attempts, concurrency, latency_ms)
+            rounds.append((cli, store, ceiling))
+        cli, store, _ = sorted(rounds, key=lambda entry: entry[0]["wall_s"])[len(rounds) // 2]
+        cli["command"] = rounds[0][0]["command"]
+        result["walls"] = [run["wall_s"] for run, _, _ in rounds]
         result.update(cli)
         if cli["exit"] == 0:
             result["stored"], result["errored"] = stored_counts(store)
+        if loops:
+            result["rounds"] = [
+                {"wall_s": run["wall_s"], "scan_rate": run.get("scan_rate"), **ceiling} for run, _, ceiling in rounds
+            ]
+            medians = {name: statistics.median(c[name] for _, _, c in rounds) for name in rounds[0][2]}
+            result["loops"] = {**others, **medians}
+
+            def per_round(rate_of: Any, ceiling: str) -> list[float]:
+                return [rate_of(run) / c[ceiling] for run, _, c in rounds if rate_of(run) and ceiling in c]
+
+            def whole(run: dict) -> float:
+                return attempts / run["wall_s"]
+
+            result["aiohttp_rate"] = medians["aiohttp"]
+            result["ratios_to_aiohttp"] = per_round(whole, "aiohttp")
+            result["ratio_to_aiohttp"] = statistics.median(result["ratios_to_aiohttp"])
+            scans = per_round(lambda run: run.get("scan_rate"), "aiohttp")
+            if scans:
+                result["scan_ratio_to_aiohttp"] = statistics.median(scans)
+            if "aiohttp-uvloop" in medians:
+                result["aiohttp_uvloop_rate"] = medians["aiohttp-uvloop"]
+                result["ratio_to_aiohttp_uvloop"] = statistics.median(per_round(whole, "aiohttp-uvloop"))
+            if "aiohttp, whole process" in medians:
+                result["aiohttp_process_rate"] = medians["aiohttp, whole process"]
+                result["ratios_to_aiohttp_process"] = per_round(whole, "aiohttp, whole process")
+                result["ratio_to_aiohttp_process"] = statistics.median(result["ratios_to_aiohttp_process"])
     result["cli_rate"] = attempts / result["wall_s"]
-    if "aiohttp_rate" in result:
-        result["ratio_to_aiohttp"] = result["cli_rate"] / result["aiohttp_rate"]
-        result["ratios_to_aiohttp"] = [attempts / wall / result["aiohttp_rate"] for wall in result["walls"]]
-        if result.get("scan_rate"):
-            result["scan_ratio_to_aiohttp"] = result["scan_rate"] / result["aiohttp_rate"]
-    if "aiohttp_uvloop_rate" in result:
-        result["ratio_to_aiohttp_uvloop"] = result["cli_rate"] / result["aiohttp_uvloop_rate"]
-    if "aiohttp, whole process" in result.get("loops", {}):
-        result["aiohttp_process_rate"] = result["loops"]["aiohttp, whole process"]
-        result["ratio_to_aiohttp_process"] = result["cli_rate"] / result["aiohttp_process_rate"]
     if latency_ms:
         result["ideal_rate"] = concurrency / (latency_ms / 1000)
         result["ratio_to_ideal"] = result["cli_rate"] / result["ideal_rate"]
@@ -548,6 +577,11 @@ HEADER = (
 )
 
 
+def spread(ratios: list[float]) -> str:
+    """`` (lowest–highest)`` of the rounds' ratios when there are several (after their median)."""
+    return f" ({min(ratios):.2f}–{max(ratios):.2f})" if len(ratios) > 1 else ""
+
+
 def row(title: str, r: dict) -> str:
     def rate(key: str, unit: str = "/s") -> str:
         return f"{r[key]:,.0f}{unit}" if key in r else "–"
@@ -555,9 +589,7 @@ def row(title: str, r: dict) -> str:
     def ratio(key: str) -> str:
         return f"{r[key]:.2f}" if key in r else "–"
 
-    whole = ratio("ratio_to_aiohttp")
-    if len(r.get("ratios_to_aiohttp", [])) > 1:  # the median run's, and the range of every run's
-        whole += f" ({min(r['ratios_to_aiohttp']):.2f}–{max(r['ratios_to_aiohttp']):.2f})"
+    whole = ratio("ratio_to_aiohttp") + spread(r.get("ratios_to_aiohttp", []))
 
     stored = f"{r['stored']:,} ({r['errored']})" if "stored" in r else f"exit {r['exit']}"
     scan = f"{r['scan_rate']:,.0f} att/s" if r.get("scan_rate") else "–"
@@ -575,7 +607,7 @@ def row(title: str, r: dict) -> str:
 SUITE = [
     (
         "0 ms (target ≥ 0.5 of aiohttp)",
-        ["--attempts", "3000", "--latency-ms", "0", "--concurrency", "64", "--repeat", "3"],
+        ["--attempts", "3000", "--latency-ms", "0", "--concurrency", "64", "--repeat", "5"],
     ),
     ("0 ms, 30,000 prompts", ["--attempts", "30000", "--latency-ms", "0", "--concurrency", "64", "--repeat", "3"]),
     ("200 ms (target ≥ 0.9 of 320/s)", ["--attempts", "5000", "--latency-ms", "200", "--concurrency", "64"]),
@@ -599,7 +631,9 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=64)
     parser.add_argument("--fault-rate", type=float, default=0.0)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--repeat", type=int, default=1, help="scans of the case (the median's figures are shown)")
+    parser.add_argument(
+        "--repeat", type=int, default=1, help="rounds of the case, each a scan and its ceilings (medians shown)"
+    )
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--json", action="store_true", help="print each result as JSON")
     args = parser.parse_args()
@@ -632,7 +666,8 @@ def main() -> None:
         if "aiohttp_process_rate" in result:
             processes.append(
                 f"| {title} | {result['aiohttp_process_rate']:,.0f} req/s ({result['attempts'] / result['aiohttp_process_rate']:.2f} s) "
-                f"| {result['cli_rate']:,.0f} att/s ({result['wall_s']:.2f} s) | {result['ratio_to_aiohttp_process']:.2f} |"
+                f"| {result['cli_rate']:,.0f} att/s ({result['wall_s']:.2f} s) "
+                f"| {result['ratio_to_aiohttp_process']:.2f}{spread(result['ratios_to_aiohttp_process'])} |"
             )
         if len(result.get("loops", {})) > 3 and not clients:
             clients = [
@@ -649,8 +684,8 @@ def main() -> None:
             print(
                 "\nWhole process against whole process (context; the targets are set against the loop's "
                 "own rate): a bare aiohttp client run as a process for the same requests "
-                "(`AIOHTTP_PROCESS`: the interpreter's start, aiohttp's import, the loop; the better of "
-                "one run before the scans and one after)\n\n"
+                "(`AIOHTTP_PROCESS`: the interpreter's start, aiohttp's import, the loop; run in every "
+                "round next to the scan, the median of the rounds' ratios and their range)\n\n"
                 "| case | bare aiohttp, whole process | redline, whole process | ratio |\n|---|---:|---:|---:|"
             )
             print("\n".join(processes))
