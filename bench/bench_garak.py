@@ -23,15 +23,16 @@ with ``--latency-ms`` per answer, 200 by default) serves both tools in turn:
           --spec probes.encoding.InjectBase64,... --generations 1 --parallel_attempts N \\
           --report_prefix garak
 
-* redline against the same server::
+* redline against the same server, once per ``--concurrency`` setting (64 and 256 by default;
+  its best is kept)::
 
       OPENAI_API_KEY=dummy redline scan -m openai:bench --base-url URL \\
-          -p encoding.Base64,... -r N --no-cache -c 64 --store bench.db
+          -p encoding.Base64,... -r N --no-cache -c C --store bench.db
 
 Each is timed as a whole process (start-up included). Attempts are counted in what each stored
 (garak's report: attempts with status 2; the redline store); the ``requests`` column is what the
 mock answered during that run, the check that both really sent their attempts to it. The target
-is redline ≥ 10× garak's best setting at 200 ms.
+is redline's best setting ≥ 10× garak's best setting at 200 ms.
 
 Local model (``--local``): garak's ``huggingface.Model`` generator on redline's converted copy of
 its embedded SmolLM2 (the folder ``SmolLM2Generator().converted_copy()``, made by any earlier
@@ -224,12 +225,13 @@ def http_case(args: argparse.Namespace, tmp: Path) -> list[tuple[str, dict, floa
             rows.append(("garak", result, rate(result)))
         model = ["-m", "openai:bench", "--base-url", server.base_url]
         reps = repetitions(args, rows)
-        options_ = [*sample(args), "-r", str(reps), "--no-cache", "-c", str(args.concurrency)]
-        before = server.posts()
-        result = run_redline(model, args.redline_probes, options_, tmp, args.timeout)
-        result["requests"] = server.posts() - before
-        result["setting"] = f"-c {args.concurrency}, -r {reps}"
-        rows.append(("redline", result, rate(result)))
+        for concurrency in args.concurrency:
+            options_ = [*sample(args), "-r", str(reps), "--no-cache", "-c", str(concurrency)]
+            before = server.posts()
+            result = run_redline(model, args.redline_probes, options_, tmp, args.timeout)
+            result["requests"] = server.posts() - before
+            result["setting"] = f"-c {concurrency}, -r {reps}"
+            rows.append(("redline", result, rate(result)))
     return rows
 
 
@@ -259,12 +261,22 @@ def local_case(args: argparse.Namespace, tmp: Path) -> list[tuple[str, dict, flo
     return rows
 
 
+def best(rows: list[tuple[str, dict, float | None]], tool: str) -> tuple[float, str] | None:
+    """``tool``'s fastest run among ``rows``: its attempts/s and setting (``None`` if none finished)."""
+    runs = [(speed, str(result.get("setting"))) for name, result, speed in rows if name == tool and speed]
+    return max(runs) if runs else None
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--local", action="store_true", help="compare on a local model instead of HTTP")
     parser.add_argument("--garak-python", default=sys.executable, help="the interpreter garak is installed in")
     parser.add_argument("--latency-ms", type=float, default=200.0, help="the mock server's latency (HTTP case)")
-    parser.add_argument("--concurrency", type=int, default=64, help="redline's -c (HTTP case)")
+    parser.add_argument(
+        "--concurrency",
+        default="64,256",
+        help="redline's -c settings to try, comma-separated (HTTP case; its best is compared)",
+    )
     parser.add_argument(
         "--parallel-attempts",
         default="16,32,64",
@@ -291,6 +303,7 @@ def main() -> None:
     compile_bytecode()  # redline's modules, as an installed package has them (garak's were at its install)
     args.cap = args.prompt_cap or (2 if args.local else None)
     args.parallel_attempts = [int(p) for p in str(args.parallel_attempts).split(",") if p.strip()]
+    args.concurrency = [int(c) for c in str(args.concurrency).split(",") if c.strip()]
     with tempfile.TemporaryDirectory() as folder:
         rows = local_case(args, Path(folder)) if args.local else http_case(args, Path(folder))
     where = "local model" if args.local else f"HTTP at {args.latency_ms:g} ms"
@@ -300,13 +313,14 @@ def main() -> None:
         cap = f"{args.cap} prompts per probe: cap.json is {{'run': {{'soft_probe_prompt_cap': {args.cap}}}}}"
     print(f"garak probes: {args.garak_probes} ({cap})\nredline probes: {args.redline_probes}\n")
     print(table(rows))
-    garak_best = max((speed for tool, _, speed in rows if tool == "garak" and speed), default=None)
-    redline = next((speed for tool, _, speed in rows if tool == "redline"), None)
+    garak_best = best(rows, "garak")
+    redline = best(rows, "redline")
     if garak_best and redline:
         target = 5 if args.local else 10
         print(
-            f"\n{where}: redline {speed_text(redline)} att/s, garak's best {speed_text(garak_best)} att/s: "
-            f"{redline / garak_best:.1f}x (target >= {target}x)"
+            f"\n{where}: redline's best {speed_text(redline[0])} att/s ({redline[1]}), garak's best "
+            f"{speed_text(garak_best[0])} att/s ({garak_best[1]}): {redline[0] / garak_best[0]:.1f}x "
+            f"(target >= {target}x)"
         )
     for tool, result, speed in rows:
         if not speed:
