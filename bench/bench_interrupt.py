@@ -1,5 +1,4 @@
-"""Benchmark: Ctrl-C of a scan, then resume: over HTTP (in worker processes from 2,000
-attempts), or of the embedded model (``--local``).
+"""Benchmark: Ctrl-C of a scan, then resume: over HTTP, or of the embedded model (``--local``).
 
 Against the 0 ms mock of ``bench_throughput.py``, ``redline scan`` of ``--attempts`` prompts
 (default 100,000) gets SIGINT after ``--after`` seconds (default 3), ``--repeat`` times (default

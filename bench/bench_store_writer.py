@@ -38,7 +38,6 @@ from pathlib import Path
 
 from redline.attempt import Attempt, Message
 from redline.engine.pipeline import CACHE_BATCH, COMMIT_INTERVAL
-from redline.eventloop import loop_factory
 from redline.generators.cache import request_keys
 from redline.jsonio import dumps
 from redline.probes.runner import waiting_bound
@@ -157,9 +156,7 @@ def measure(name: str, attempts: list[Attempt], folder: Path, per_attempt_work: 
     if not kwargs:
         bare_sqlite(path, attempts)
     else:
-        factory = loop_factory()
-        with asyncio.Runner(loop_factory=factory) as runner:
-            commits = runner.run(through_writer(path, attempts, **kwargs))  # type: ignore[arg-type]
+        commits = asyncio.run(through_writer(path, attempts, **kwargs))  # type: ignore[arg-type]
     count = len(attempts)
     extra_cpu = (time.process_time() - cpu) / count - per_attempt_work
     extra_wall = (time.perf_counter() - wall) / count - per_attempt_work

@@ -156,19 +156,23 @@ def test_as_dict_from_dict_round_trip_is_lossless_and_json_ready():
     assert [o["text"] for o in data["outputs"]] == ["c", "d"]
 
 
-def _written(attempt: Attempt) -> str:
-    """What the store writes of ``attempt`` (or the error that stops it)."""
-    try:
-        return attempt.as_json()
-    except TypeError as exc:
-        return f"TypeError: {exc}"
-
-
-def _through_as_dict(attempt: Attempt) -> str:
-    try:
-        return jsonio.dumps(attempt.as_dict())
-    except TypeError as exc:
-        return f"TypeError: {exc}"
+#: The JSON text an earlier version wrote of the attempt in
+#: test_the_json_of_an_attempt_is_what_earlier_versions_wrote.
+EARLIER_JSON = (
+    '{"entry_type":"attempt","uuid":"u","seq":0,"status":0,"probe_classname":"p.Q","probe_params":{}'
+    ',"targets":[],"prompt":{"turns":[{"role":"user","content":{"text":"q","lang":null,"data_path":null'
+    ',"data_type":null,"data_checksum":null,"notes":{"from":{"turns":[{"role":"user"'
+    ',"content":{"text":"x","lang":null,"data_path":null,"data_type":null,"data_checksum":null'
+    ',"notes":{}}}],"notes":{}}}}}],"notes":{}},"outputs":[{"text":"a","lang":null,"data_path":null'
+    ',"data_type":null,"data_checksum":null,"notes":{}}],"detector_results":{"det":[0.25]}'
+    ',"notes":{"k":[1,2],"said":{"text":"m","lang":null,"data_path":null,"data_type":null'
+    ',"data_checksum":null,"notes":{}}},"goal":null,"conversations":[{"turns":[{"role":"user"'
+    ',"content":{"text":"q","lang":null,"data_path":null,"data_type":null,"data_checksum":null'
+    ',"notes":{"from":{"turns":[{"role":"user","content":{"text":"x","lang":null,"data_path":null'
+    ',"data_type":null,"data_checksum":null,"notes":{}}}],"notes":{}}}}},{"role":"assistant"'
+    ',"content":{"text":"a","lang":null,"data_path":null,"data_type":null,"data_checksum":null'
+    ',"notes":{}}}],"notes":{}}],"output_layers":1,"reverse_translation_outputs":[]}'
+)
 
 
 def _attempts_of_every_shape() -> list[Attempt]:
@@ -184,7 +188,7 @@ def _attempts_of_every_shape() -> list[Attempt]:
     multi.add_user_turns(["more"])
     multi.outputs = ["c", "d"]
     multi.reverse_translation_outputs = [Message("rc", lang="en"), Message("rd", lang="en")]
-    tools = Attempt(prompt=Conversation([Turn("user", Message("q"))], tools=[Tool("search", "finds", {})]))
+    tools = Attempt(prompt=Conversation([Turn("user", Message("q"))], tools=[Tool("search", "finds")]))
     tools.outputs = [Message(None, tool_calls=[ToolCall("c1", "search", {"q": "Peru"})])]
     tools.add_user_turns([Message("found", tool_call_id="c1")])
     tools.outputs = ["done"]
@@ -193,14 +197,36 @@ def _attempts_of_every_shape() -> list[Attempt]:
     return [plain, multi, tools, Attempt(prompt="only a prompt"), *odd]
 
 
-def test_as_json_writes_what_as_dict_gives():
-    """The store writes an attempt with :meth:`Attempt.as_json`, which skips as_dict's copies:
-    the text is the same, an attempt orjson cannot write as it is included (and the same error
-    for one that cannot be written at all)."""
-    for attempt in _attempts_of_every_shape():
-        assert _written(attempt) == _through_as_dict(attempt), attempt
-    stored = Attempt.from_dict(jsonio.loads(_attempts_of_every_shape()[1].as_json()), owned=True)
-    assert _written(stored) == _through_as_dict(stored)  # conversations not yet built from the store
+def test_the_json_of_as_dict_reads_back_to_the_same_json():
+    """What the store writes is ``jsonio.dumps(attempt.as_dict())``: conversations and messages in
+    notes become dicts, and reading it back gives the same text."""
+    plain, multi, tools, prompt_only, *_ = _attempts_of_every_shape()
+    for attempt in (plain, multi, tools, prompt_only):
+        text = jsonio.dumps(attempt.as_dict())
+        assert jsonio.dumps(Attempt.from_dict(jsonio.loads(text)).as_dict()) == text, attempt
+
+
+def test_an_attempt_holding_what_json_has_no_form_for_is_refused_with_type_error():
+    *_, huge, call, a_set, some_bytes = _attempts_of_every_shape()
+    assert '"n":1180591620717411303424' in jsonio.dumps(huge.as_dict())
+    assert '"t":{"id":"c","name":"f","arguments":{}}' in jsonio.dumps(call.as_dict())
+    for attempt in (a_set, some_bytes):
+        with pytest.raises(TypeError):
+            jsonio.dumps(attempt.as_dict())
+
+
+def test_the_json_of_an_attempt_is_what_earlier_versions_wrote():
+    """Stores hold rows written by earlier versions next to new ones: the text stays the same."""
+    attempt = Attempt(
+        prompt=Conversation([Turn("user", Message("q", notes={"from": Conversation([Turn("user", Message("x"))])}))]),
+        probe_classname="p.Q",
+        notes={"k": (1, 2), "said": Message("m")},
+        seq=0,
+        uuid="u",
+    )
+    attempt.outputs = ["a"]
+    attempt.detector_results = {"det": [0.25]}
+    assert jsonio.dumps(attempt.as_dict()) == EARLIER_JSON
 
 
 def test_round_trip_of_attempt_without_outputs():
@@ -318,15 +344,11 @@ def test_a_deep_copy_of_a_conversation_shares_nothing_that_can_change():
     assert pair[0].content is pair[1].content is not shared
 
 
-def test_an_owned_stored_attempt_builds_its_conversations_when_first_read():
+def test_an_attempt_read_back_takes_a_later_layer_of_outputs():
     original = Attempt(prompt="hi", notes={"evaluation": ["fail"]}, seq=3)
     original.outputs = ["one", "two"]
-    data = json.loads(json.dumps(original.as_dict()))
-    read = Attempt.from_dict(data, owned=True)
-    assert read.notes["evaluation"] == ["fail"]  # what phase 4 reads
-    assert read._unread is not None  # not built yet
-    assert [m.text for m in read.outputs] == ["one", "two"]
-    assert read._unread is None
+    read = Attempt.from_dict(json.loads(json.dumps(original.as_dict())))
     assert read == original and read.uuid == original.uuid
+    assert [m.text for m in read.outputs] == ["one", "two"]
     read.outputs = ["three", "four"]  # a later layer still goes on each history
     assert [m.text for m in read.all_outputs] == ["one", "three", "two", "four"]

@@ -9,21 +9,6 @@ import sys
 import pytest
 
 
-def _python(code: str) -> str:
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
-    return done.stdout.strip()
-
-
-def test_the_command_lines_modules_are_frozen_out_of_the_collector_and_it_runs_again() -> None:
-    enabled, frozen = _python("import gc, redline.__main__; print(gc.isenabled(), gc.get_freeze_count())").split()
-    assert enabled == "True"
-    assert int(frozen) > 10_000  # typer's, rich's and redline's objects: out of every later pass
-
-
-def test_a_library_import_leaves_the_collector_as_it_is() -> None:
-    assert _python("import gc, redline.cli.main; print(gc.isenabled(), gc.get_freeze_count())") == "True 0"
-
-
 def test_the_console_script_enters_through_it() -> None:
     scripts = [ep for ep in importlib.metadata.entry_points(group="console_scripts") if ep.name == "redline"]
     if not scripts:

@@ -30,15 +30,12 @@ import copy
 import hashlib
 import json
 import mimetypes
-import os
-import random
 import uuid as _uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from redline import jsonio
 from redline.errors import RedlineError
 
 __all__ = [
@@ -66,28 +63,6 @@ ROLES = ("system", "user", "assistant", "tool")
 
 class AttemptError(RedlineError, ValueError):
     """Raised when an :class:`Attempt` is used against its access/setting rules."""
-
-
-_SHARED_TYPES = frozenset({str, int, float, bool, type(None), bytes})
-
-
-def _deepcopy_fields(self: Any, memo: dict) -> Any:
-    """``copy.deepcopy`` of a data-model object, field by field: values that cannot change (text,
-    numbers, ``None``) are shared, empty dicts and lists are new ones, the rest is copied deeply.
-    The same result as the generic deep copy, several times faster: every attempt copies its
-    prompt a few times on a scan's hot path."""
-    new = object.__new__(type(self))
-    memo[id(self)] = new
-    fields = new.__dict__
-    for name, value in self.__dict__.items():
-        kind = type(value)
-        if kind in _SHARED_TYPES:
-            fields[name] = value
-        elif (kind is dict or kind is list) and not value:
-            fields[name] = kind()
-        else:
-            fields[name] = copy.deepcopy(value, memo)
-    return new
 
 
 @dataclass
@@ -183,8 +158,6 @@ class Message:
     already known, loading verifies it and raises :class:`AttemptError` on a mismatch.
     """
 
-    __deepcopy__ = _deepcopy_fields
-
     text: str | None = None
     lang: str | None = None
     data_path: str | None = None
@@ -240,7 +213,7 @@ class Message:
             "data_path": self.data_path,
             "data_type": list(self.data_type) if self.data_type is not None else None,
             "data_checksum": self.data_checksum,
-            "notes": _copied(self.notes),
+            "notes": _jsonable(self.notes or {}),
         }
         if self.tool_calls:
             value["tool_calls"] = [c.as_dict() for c in self.tool_calls]
@@ -298,8 +271,6 @@ class Turn:
     """A :class:`Message` attributed to a participant: ``system``, ``user``, ``assistant`` or
     ``tool`` (the result of a tool call)."""
 
-    __deepcopy__ = _deepcopy_fields
-
     role: str
     content: Message
 
@@ -323,8 +294,6 @@ class Turn:
 class Conversation:
     """An ordered sequence of :class:`Turn` objects, with free-form ``notes`` and the
     :class:`Tool` definitions the model may call (``tools``, empty for a plain chat)."""
-
-    __deepcopy__ = _deepcopy_fields
 
     turns: list[Turn] = field(default_factory=list)
     notes: dict | None = field(default_factory=dict)
@@ -358,7 +327,7 @@ class Conversation:
         raise AttemptError(f"the conversation has no message{who}")
 
     def as_dict(self) -> dict:
-        value = {"turns": [t.as_dict() for t in self.turns], "notes": _copied(self.notes)}
+        value = {"turns": [t.as_dict() for t in self.turns], "notes": _jsonable(self.notes or {})}
         if self.tools:
             value["tools"] = [t.as_dict() for t in self.tools]
         return value
@@ -519,24 +488,11 @@ class Attempt:
         self.goal = goal
         self.seq = seq
         self.reverse_translation_outputs: list[Message] = [_as_message(m) for m in (reverse_translation_outputs or [])]
-        self._conversations: list[Conversation] = []
-        self._unread: list[Any] | None = None  # conversations as stored, built when first read
+        #: One history per generation (one, the prompt, before any output).
+        self.conversations: list[Conversation] = []
         self._layers = 0
         if prompt is not None:
             self.prompt = prompt
-
-    @property
-    def conversations(self) -> list[Conversation]:
-        """One history per generation (one, the prompt, before any output)."""
-        if self._unread is not None:
-            unread, self._unread = self._unread, None
-            self._conversations = [Conversation.from_dict(c) for c in unread]
-        return self._conversations
-
-    @conversations.setter
-    def conversations(self, value: list[Conversation]) -> None:
-        self._unread = None
-        self._conversations = value
 
     # -- prompt ---------------------------------------------------------------------------------
     @property
@@ -561,7 +517,7 @@ class Attempt:
         """:attr:`prompt` without the copy: a new :class:`Conversation` (its list of turns is its
         own) holding this attempt's turns, messages, notes and tools. For readers — a generator
         sending the prompt, a detector reading the request, :meth:`as_dict` — which change none of
-        them; several times cheaper than :attr:`prompt` on a scan's hot path."""
+        them."""
         if not self.conversations:
             return None
         first = self.conversations[0]
@@ -663,71 +619,16 @@ class Attempt:
             "reverse_translation_outputs": [m.as_dict() for m in self.reverse_translation_outputs],
         }
 
-    def as_json(self) -> str:
-        """``jsonio.dumps(self.as_dict())``, the same text, written without :meth:`as_dict`'s
-        copies of the notes, parameters and scores: how the store writes an attempt. An attempt
-        holding what orjson would write otherwise than :meth:`as_dict` has it written (a
-        dataclass other than a conversation, turn or message, an integer beyond 64 bits) is
-        written through :meth:`as_dict`. (One difference: a conversation, turn or message kept
-        in the notes of a message or conversation, which :meth:`as_dict` leaves to orjson to
-        write field by field, is written as its ``as_dict``, as it is anywhere else.)"""
-        prompt = self.prompt_view()
-        value = {
-            "entry_type": "attempt",
-            "uuid": self.uuid,
-            "seq": self.seq,
-            "status": self.status,
-            "probe_classname": self.probe_classname,
-            "probe_params": self.probe_params,
-            "targets": self.targets,
-            "prompt": prompt,
-            "outputs": self.outputs,
-            "detector_results": self.detector_results,
-            "notes": self.notes,
-            "goal": self.goal,
-            "conversations": self.conversations,
-            "output_layers": self._layers,
-            "reverse_translation_outputs": self.reverse_translation_outputs,
-        }
-        try:
-            return jsonio.dumps_objects(value, _json_object)
-        except TypeError:
-            return jsonio.dumps(self.as_dict())
-
-    def notes_json(self) -> str:
-        """The JSON text of :attr:`notes` as :meth:`as_json` writes them (the store keeps it
-        apart too: see :meth:`from_stored`)."""
-        try:
-            return jsonio.dumps_objects(self.notes, _json_object)
-        except TypeError:
-            return jsonio.dumps(_jsonable(self.notes))
-
-    @staticmethod
-    def from_stored(data: str | bytes, notes: str | bytes) -> Attempt:
-        """The attempt stored as ``data`` (:meth:`as_json`) with its ``notes``
-        (:meth:`notes_json`), its notes read now and the rest when first used: phase 4 and the
-        summary read the notes of every attempt of a probe and, mostly, nothing else. An
-        attribute set before the rest is read keeps its value. ``ValueError`` when ``notes`` is
-        not JSON, and at first use when ``data`` is not."""
-        attempt = _StoredAttempt.__new__(_StoredAttempt)
-        attempt.notes = jsonio.loads(notes) or {}
-        attempt._pending = data
-        return attempt
-
     @classmethod
-    def from_dict(cls, value: dict, *, owned: bool = False) -> Attempt:
-        """Rebuild an attempt from :meth:`as_dict` output. With ``owned``, ``value`` was just
-        decoded and nothing else holds it: its notes and detector results become the attempt's
-        without a copy, and its conversations are built when first read (the store reads
-        attempts so)."""
-        take = (lambda found: found or {}) if owned else _copied
+    def from_dict(cls, value: dict) -> Attempt:
+        """Rebuild an attempt from :meth:`as_dict` output (a stored attempt included)."""
         attempt = cls(
             status=value.get("status", ATTEMPT_NEW),
             probe_classname=value.get("probe_classname"),
             probe_params=value.get("probe_params"),
             targets=value.get("targets"),
-            notes=take(value.get("notes")),
-            detector_results=take(value.get("detector_results")),
+            notes=_copied(value.get("notes")),
+            detector_results=_copied(value.get("detector_results")),
             goal=value.get("goal"),
             seq=value.get("seq", -1),
             reverse_translation_outputs=[Message.from_dict(m) for m in value.get("reverse_translation_outputs") or []],
@@ -735,13 +636,9 @@ class Attempt:
         )
         conversations = value.get("conversations")
         if conversations:
+            attempt.conversations = [Conversation.from_dict(c) for c in conversations]
             layers = value.get("output_layers")
-            if owned and isinstance(layers, int) and isinstance(conversations, list):
-                # built when first read: phase 4 reads most attempts' notes only
-                attempt._unread = conversations
-            else:
-                attempt.conversations = [Conversation.from_dict(c) for c in conversations]
-            if layers is None:
+            if layers is None:  # written before the layers were counted
                 layers = sum(1 for t in attempt.conversations[0].turns if t.role == "assistant")
             attempt._layers = layers
         elif value.get("prompt"):
@@ -762,32 +659,9 @@ class Attempt:
         )
 
 
-class _StoredAttempt(Attempt):
-    """An attempt of :meth:`Attempt.from_stored`: its notes read, the rest of what the store
-    holds (``_pending``, its JSON) read at the first use of anything else."""
-
-    _pending: str | bytes
-
-    def __getattr__(self, name: str) -> Any:  # only for what is not set yet
-        pending = self.__dict__.pop("_pending", None)
-        if pending is None:
-            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
-        value = jsonio.loads(pending)
-        value["notes"] = None  # the notes already read are kept (and perhaps changed since)
-        for key, item in vars(Attempt.from_dict(value, owned=True)).items():
-            self.__dict__.setdefault(key, item)
-        return getattr(self, name)
-
-
-_UUIDS = random.Random()  # seeded from the system's randomness; again in a forked child
-os.register_at_fork(after_in_child=_UUIDS.seed)
-
-
 def _new_uuid() -> str:
-    """A random (version 4) UUID as text, like ``str(uuid.uuid4())`` without a system call per
-    attempt: drawn from a generator of this module's own (a probe seeding :mod:`random` does
-    not make two runs draw the same ones)."""
-    return str(_uuid.UUID(int=_UUIDS.getrandbits(128), version=4))
+    """A random (version 4) UUID as text."""
+    return str(_uuid.uuid4())
 
 
 def _copied(value: dict | None) -> dict:
@@ -796,14 +670,8 @@ def _copied(value: dict | None) -> dict:
 
 
 def _jsonable(value: Any) -> Any:
-    """Deep-copy ``value`` turning conversations/messages inside notes into dicts."""
-    kind = type(value)
-    if kind in _SHARED_TYPES:
-        return value
-    if kind is dict:
-        return {k: _jsonable(v) for k, v in value.items()}
-    if kind is list:
-        return [_jsonable(v) for v in value]
+    """A deep copy of ``value`` with every conversation, turn or message in it as its ``as_dict``
+    and every tuple as a list."""
     if isinstance(value, (Conversation, Message, Turn)):
         return value.as_dict()
     if isinstance(value, dict):
@@ -811,34 +679,6 @@ def _jsonable(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [_jsonable(v) for v in value]
     return copy.deepcopy(value)
-
-
-def _json_object(value: Any) -> dict:
-    """:meth:`Attempt.as_json`'s writer of the objects orjson leaves to it: a conversation, turn
-    or message as the ``as_dict`` of its class writes it, without copying what it holds (orjson
-    writes it at once, and calls this again for a turn or message inside). ``TypeError`` for any
-    other object."""
-    kind = type(value)
-    if kind is Message:
-        if value.tool_calls or value.tool_call_id is not None:
-            return value.as_dict()
-        return {
-            "text": value.text,
-            "lang": value.lang,
-            "data_path": value.data_path,
-            "data_type": value.data_type,
-            "data_checksum": value.data_checksum,
-            "notes": value.notes or {},
-        }
-    if kind is Turn:
-        return {"role": value.role, "content": value.content}
-    if kind is Conversation:
-        if value.tools:
-            return value.as_dict()
-        return {"turns": value.turns, "notes": value.notes or {}}
-    if isinstance(value, (Conversation, Message, Turn)):  # a subclass may write itself otherwise
-        return value.as_dict()
-    raise TypeError(f"{type(value).__name__} is written through as_dict")
 
 
 def texts(messages: Iterable[Message | None]) -> list[str | None]:

@@ -312,9 +312,9 @@ def json_object_lines(path: str | Path, *, max_line: int, max_file: int) -> Iter
     a file over ``max_file`` raises one without a line; ``OSError`` as ``open`` raises it.
 
     A file of at most :data:`WHOLE_READ_BYTES` on disk is read at once and each of its lines
-    parsed by orjson (:func:`redline.jsonio.orjson_loads`, several times faster); a line that parser refuses
-    or reads as anything but an object with few brackets is read again as a streamed line is,
-    so the values, refusals and messages are the same either way."""
+    parsed by orjson (:func:`redline.jsonio.orjson_loads`); a line that parser refuses or reads
+    as anything but an object with few brackets is read again as a streamed line is, so the
+    values, refusals and messages are the same either way."""
     whole = _whole_file(path, min(max_file, WHOLE_READ_BYTES))
     if whole is not None:
         yield from _json_object_lines_of(whole, max_line=max_line)
@@ -393,7 +393,7 @@ def _bounded_loader() -> Any:
     from yaml.events import AliasEvent, MappingStartEvent, SequenceStartEvent
     from yaml.resolver import Resolver
 
-    # libyaml's parser turns text into events fast and without recursion; composing (where
+    # libyaml's parser turns text into events in C and without recursion; composing (where
     # nesting and aliases are counted) stays in Python. libyaml's own composer is not used: it
     # recurses in C and crashes the interpreter on deeply nested input.
     parser: Any = yaml.parser.Parser

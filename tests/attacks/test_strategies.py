@@ -12,7 +12,7 @@ from fakes import ScriptedGenerator, pool_of, scripted_judge, system_text, user_
 from redline.attacks.strategies import StrategyError
 from redline.attacks.strategies.base import extract_tagged
 from redline.attacks.strategies.escalation import Escalation
-from redline.attacks.strategies.refinement import Refinement
+from redline.attacks.strategies.refine import Refinement
 from redline.engine import ScanConfig, build_probes, scan
 from redline.evaluation import FAIL, PASS, UNDETECTED
 from redline.generators import generators

@@ -304,7 +304,7 @@ def test_scan_builds_the_progress_bar_only_where_it_is_shown(tmp_path):
     script = (
         "import atexit, sys, redline.cli.main as m\n"
         "loaded = lambda: [n for n in ('rich._emoji_codes',) if n in sys.modules]\n"
-        "atexit.register(lambda: print(loaded(), file=sys.stderr))  # (the console script ends with os._exit)\n"
+        "atexit.register(lambda: print(loaded(), file=sys.stderr))  # (after main()'s sys.exit)\n"
         "sys.argv = ['redline', 'scan', '-m', 'test.echo', '--dataset', sys.argv[1], '--store', sys.argv[2]]\n"
         "m.main()\n"
     )

@@ -53,13 +53,13 @@ def test_the_demo_configuration_is_small_fixed_and_spans_five_families():
 
 def test_demo_runs_the_scan_path_and_ends_with_the_report_command(tmp_path, run_cli, monkeypatch):
     calls = []
-    real_run_scan = demo_cli.common.run_scan
+    real_run_scan = demo_cli.scan_run.run_scan
 
     def run_scan(config, store_path, **kwargs):
         calls.append((config, kwargs))
         return real_run_scan(config, store_path, **kwargs)
 
-    monkeypatch.setattr(demo_cli.common, "run_scan", run_scan)
+    monkeypatch.setattr(demo_cli.scan_run, "run_scan", run_scan)
     db = tmp_path / "demo.db"
     code, out, err = run_cli("demo", "--store", str(db), "--model", "test.echo")
     assert code == 0, err

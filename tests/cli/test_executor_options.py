@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-import redline.cli.common as common
+import redline.cli.scan_run as scan_run
 from helpers.cli import CliRun, cli_runner
 from redline.engine.executors import ExecutorConfig
 from redline.store import Store
@@ -31,14 +31,14 @@ def seen(monkeypatch) -> list[Any]:
     """The ``executor`` each scan of the test is given; the scan itself runs locally, and Ray is
     taken as installed (this test is about the plumbing, not about Ray)."""
     executors: list[Any] = []
-    real_scan = common.scan
+    real_scan = scan_run.scan
 
     async def recording_scan(*args: Any, executor: ExecutorConfig | None = None, **kwargs: Any) -> str:
         executors.append(executor)
         return await real_scan(*args, **kwargs)
 
-    monkeypatch.setattr(common, "scan", recording_scan)
-    monkeypatch.setattr(common, "import_ray", lambda: None)
+    monkeypatch.setattr(scan_run, "scan", recording_scan)
+    monkeypatch.setattr(scan_run, "import_ray", lambda: None)
     return executors
 
 
@@ -184,3 +184,14 @@ def test_help_lists_the_executor_flags(cli):
     assert code == 0
     for flag in ("--executor", "--ray-address", "--workers", "--gpus-per-worker"):
         assert flag in out
+
+
+def test_the_removed_processes_flag_and_key_are_one_line_each(cli, tmp_path):
+    db = tmp_path / "r.db"
+    code, out, err = cli(*SCAN, "--store", str(db), "--processes", "2")
+    assert (code, out) == (1, "") and len(err) == 1 and "no such option: --processes" in err[0], err
+    config = tmp_path / "scan.yaml"
+    config.write_text("model: test.echo\nprocesses: 2\n")
+    code, out, err = cli("scan", "--config", str(config), "--store", str(db))
+    assert (code, out, err) == (1, "", [f"error: {config}: processes: was removed; use executor: ray with workers: N"])
+    assert not db.exists()

@@ -19,13 +19,16 @@ from rich.cells import cell_len
 from rich.console import Console
 
 from fakes import ScriptedGenerator
-from redline.cli import common
-from redline.cli.common import Heartbeat, clock_text, excerpt, heartbeat_interval, visible
+from redline.cli import scan_run
+from redline.cli.progress import Heartbeat, clock_text, heartbeat_interval
 from redline.engine import ScanConfig, scan
 from redline.errors import UsageError
+from redline.report import terminal
 from redline.report.formatting import pct, pct_interval, plural
 from redline.report.summary import ProbeSummary, RunSummary
+from redline.report.terminal import excerpt
 from redline.store import RUN_INTERRUPTED, Store
+from redline.textsafety import visible
 
 PROBES = "harmful,encoding,bias.DirectStereotypes"
 LEGEND_START = "model failed: outputs where the attack worked"
@@ -101,7 +104,7 @@ def test_table_reads_right_at_80_and_200_columns(echo_run, columns):
         assert table[rows["bias.DirectStereotypes"]].split()[1:] == ["2", "-", "see", "notes", "-", "0"]
 
     text = flat(proc.stdout)
-    assert flat(common.LEGEND) in text
+    assert flat(terminal.LEGEND) in text
     # the bias metric is a note under the table, with its probe
     assert "bias.DirectStereotypes stereotype_agreement not measured, 2 outputs undetected" in text
     # the next steps, each command whole on a line of its own, with the store it needs
@@ -115,8 +118,7 @@ def test_table_reads_right_at_80_and_200_columns(echo_run, columns):
 
 def _printed_table(monkeypatch, summary: RunSummary, width: int) -> list[str]:
     stream = io.StringIO()
-    monkeypatch.setattr(common, "out_console", Console(file=stream, width=width, highlight=False, emoji=False))
-    common._print_table(summary)
+    terminal.print_summary_table(Console(file=stream, width=width, highlight=False, emoji=False), summary)
     return [line.rstrip() for line in stream.getvalue().splitlines()]
 
 
@@ -345,10 +347,10 @@ LINE = re.compile(r"^progress: (\d+)/(\d+) attempts? \((\d+)%\)(.*)$")
 
 def test_heartbeat_beats_while_a_scan_runs(tmp_path, monkeypatch):
     stream = SignallingStream()
-    monkeypatch.setattr(common, "err_console", Console(file=stream, highlight=False, emoji=False, soft_wrap=True))
+    monkeypatch.setattr(scan_run, "err_console", Console(file=stream, highlight=False, emoji=False, soft_wrap=True))
     model = GatedGenerator(stream, total=3)
     config = ScanConfig(model="test.gated", probes="harmful.Requests", sample=3, concurrency=1, cache=False)
-    run_id = common.run_scan(
+    run_id = scan_run.run_scan(
         config, tmp_path / "h.db", resume=None, retry_errors=False, quiet=False, heartbeat=0.01, generator=model
     )
     assert model.missed == []

@@ -36,7 +36,8 @@ def test_options_that_would_change_the_run_are_refused_in_one_line_naming_them(c
         "error: --resume continues a run with its own settings: -m/--model, -p/--probes, -g/--generations, "
         "--sample, --cache/--no-cache, --base-url, --gen-opt top_p would change it; leave them out (with "
         "--resume only --concurrency, --timeout, --max-retries, --rpm, --tpm and --gen-opt "
-        "timeout/max_retries/backoff_base/backoff_cap/max_retry_after/concurrency/rpm/tpm are applied)"
+        "timeout/max_retries/backoff_base/backoff_cap/max_retry_after/concurrency/rpm/tpm/ca_bundle/client_cert/"
+        "client_key are applied)"
     ]
 
 

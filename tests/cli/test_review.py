@@ -14,11 +14,11 @@ import pytest
 from typer.testing import CliRunner
 
 from redline.attempt import ATTEMPT_COMPLETE, Attempt
-from redline.cli import common
 from redline.cli import review as review_cli
 from redline.cli.main import app, main
-from redline.detectors.judges import disagreement
+from redline.detectors.specs import disagreement
 from redline.evaluation import FAIL, PASS, UNDETECTED
+from redline.report import terminal
 from redline.report.review import (
     DISAGREEMENT,
     ReviewError,
@@ -440,7 +440,7 @@ def test_review_line_with_undetected_reviews():
         ]
     )
     assert (tally.reviewed, tally.judged, tally.wrong, tally.false_hits, tally.missed) == (2, 1, 1, 0, 1)
-    assert common.review_line(tally).startswith("Reviewed: 2 outputs; the judge was wrong on 1 of 1 (100.0%")
+    assert terminal.review_line(tally).startswith("Reviewed: 2 outputs; the judge was wrong on 1 of 1 (100.0%")
 
 
 def test_ctrl_c_keeps_the_labels_and_prints_the_session(db_path, run_id, monkeypatch):

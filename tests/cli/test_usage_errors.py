@@ -82,7 +82,7 @@ def test_no_probe_option_still_means_the_default_set(tmp_path, run_cli, monkeypa
         seen.append(config)
         raise UsageError("stopped by the test")
 
-    monkeypatch.setattr(cli_main.common, "run_scan", run_scan)
+    monkeypatch.setattr(cli_main.scan_run, "run_scan", run_scan)
     code, _, lines = run_cli("scan", "-m", "test.echo", "--store", str(tmp_path / "r.db"))
     assert (code, lines) == (1, ["error: stopped by the test"])
     assert seen[0].probes is None

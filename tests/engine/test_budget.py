@@ -21,8 +21,7 @@ from redline.engine.budget import (
     strategy_queries,
     text_tokens,
 )
-from redline.engine.executors import ExecutorConfig
-from redline.engine.pipeline import ScanError, build_probes
+from redline.engine.pipeline import build_probes
 from redline.engine.plan import plan_scan
 from redline.generators import get_generator
 from redline.generators.usage import CallUsage, metering, report_model_outputs, report_response, stop_metering
@@ -211,18 +210,6 @@ def test_plan_of_a_single_turn_strategy_without_attacker() -> None:
     base = plan_scan(ScanConfig(model="test.echo", probes="harmful.Requests", sample=2))
     # single-turn: every target query sends the prompt once, the judge the prompt and an output
     assert plan.total.prompt_tokens == queries * (2 * base.total.prompt_tokens + 2 * 256)  # 2 attempts
-
-
-async def test_a_budget_is_refused_on_ray_before_a_run_is_made(tmp_path) -> None:
-    store = Store(tmp_path / "r.db")
-    with pytest.raises(ScanError, match="--executor ray"):
-        await scan(
-            ScanConfig(model="test.echo", probes="encoding.Base64"),
-            store,
-            executor=ExecutorConfig(kind="ray"),
-            budget=Budget(max_requests=3),
-        )
-    assert store.list_runs() == []
 
 
 async def test_litellm_reports_its_usage_into_a_metered_call(monkeypatch) -> None:

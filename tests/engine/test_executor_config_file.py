@@ -144,18 +144,8 @@ def test_a_ray_flag_with_the_files_executor_ray_is_taken(tmp_path):
     assert build_executor_config(values, flags(workers=3)) == ExecutorConfig(kind="ray", workers=3)
 
 
-def test_processes_from_the_file_or_the_flag_for_the_local_executor(tmp_path):
-    values = load_config(write(tmp_path, "model: test.echo\nprocesses: 3\n"))
-    assert build_executor_config(values, flags()) == ExecutorConfig(processes=3)
-    assert build_executor_config(values, flags(processes=1)) == ExecutorConfig(processes=1)  # the flag wins
-    assert build_executor_config({}, flags(processes=2, executor="local")) == ExecutorConfig(processes=2)
-    assert build_executor_config({}, flags()) == ExecutorConfig(processes=None)  # chosen by the scan
-
-
-def test_processes_with_ray_is_refused_in_one_line(tmp_path):
-    with pytest.raises(ConfigError, match=r"scan.yaml: processes applies to executor: local"):
-        load_config(write(tmp_path, "model: test.echo\nexecutor: ray\nprocesses: 2\n"))
-    with pytest.raises(ConfigError, match=r"processes must be an integer from 1 to 64, not 0"):
-        load_config(write(tmp_path, "model: test.echo\nprocesses: 0\n"))
-    with pytest.raises(UsageError, match="--processes applies to the local executor"):
-        build_executor_config({}, flags(processes=2, executor="ray"))
+def test_the_removed_processes_key_says_what_to_write_instead(tmp_path):
+    path = write(tmp_path, "model: test.echo\nprocesses: 3\n")
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    assert str(info.value) == f"{path}: processes: was removed; use executor: ray with workers: N"

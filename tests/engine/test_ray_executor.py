@@ -1,6 +1,6 @@
-"""The Ray executor against the local one, on a local Ray instance (127.0.0.1, 2 CPUs, 2 actors):
-the same summary and the same stored attempts, an actor killed mid-scan, the resume of an
-interrupted Ray run, and a re-run answered from the store's cache.
+"""The Ray executor against the in-process one, on a local Ray instance (127.0.0.1, 2 CPUs, 2
+actors): the same summary and the same stored attempts, an actor killed mid-scan, the resume of an
+interrupted Ray run, a re-run answered from the store's cache, and a budget kept as in process.
 
 The test generators' ``exit_once=PATH`` option kills exactly one actor, once (the first request
 made while PATH does not exist creates it and ends that process); with a PATH that exists it
@@ -22,8 +22,9 @@ import pytest
 
 import redline
 from redline.attempt import Attempt
-from redline.engine import ScanConfig, ScanError, pipeline, scan
-from redline.engine.executors import ExecutorConfig, ExecutorUnavailable
+from redline.engine import ScanConfig, pipeline, scan
+from redline.engine.budget import BUDGET_REACHED, Budget, Prices
+from redline.engine.executors import ExecutorConfig, ExecutorError, ExecutorUnavailable
 from redline.engine.ray_executor import RayExecutor
 from redline.report.summary import build_summary
 from redline.store import RUN_INTERRUPTED, Store
@@ -71,12 +72,12 @@ def executors(monkeypatch) -> list[Any]:
             self.stored: Counter[tuple[str, int]] = Counter()
             made.append(self)
 
-        async def run(self, work: Any, on_done: Any, on_cache: Any, unit_size: int) -> None:
+        async def run(self, work: Any, on_done: Any) -> None:
             async def counted(attempt: Attempt) -> None:
                 self.stored[(attempt.probe_classname, attempt.seq)] += 1
                 await on_done(attempt)
 
-            await super().run(work, counted, on_cache, unit_size)
+            await super().run(work, counted)
 
     monkeypatch.setattr(pipeline, "RayExecutor", Recording)
     return made
@@ -218,8 +219,7 @@ async def test_workers_the_cluster_cannot_hold_are_refused_at_once_and_nothing_i
             await asyncio.wait_for(
                 scan(PROBES, store, executor=ExecutorConfig(kind="ray", workers=1, gpus_per_worker=1)), 60
             )
-        assert [r.status for r in store.list_runs()] == [RUN_INTERRUPTED]
-        assert store.count_attempts(store.list_runs()[0].run_id) == 0
+        assert store.list_runs() == []  # refused before a run is created
     finally:
         store.close()
 
@@ -227,7 +227,33 @@ async def test_workers_the_cluster_cannot_hold_are_refused_at_once_and_nothing_i
 def test_a_generator_object_cannot_go_to_ray(tmp_path):
     store = Store(tmp_path / "r.db")
     try:
-        with pytest.raises(ScanError, match="a generator object runs in this process only"):
+        with pytest.raises(ExecutorError, match="a generator object runs in this process only"):
             asyncio.run(scan(PROBES, store, generator=object(), executor=ExecutorConfig(kind="ray")))  # type: ignore[arg-type]
     finally:
         store.close()
+
+
+async def test_a_budget_stops_a_ray_run_and_counts_what_the_actors_spent_as_in_process(tmp_path, executors):
+    """``--max-requests`` stops the Ray run at the same attempt as in process (the cache off: one
+    request per attempt), and a resume under ``--budget-usd`` charges what the actors' requests
+    cost exactly as the in-process executor counts it."""
+    config = ScanConfig.from_dict({**PROBES.as_dict(), "cache": False})
+    prices = Prices(1_000.0, 2_000.0)
+    spent: dict[str, list[Budget]] = {}
+    for name, settings in (("local", None), ("ray", RAY)):
+        with Store(tmp_path / f"{name}.db") as store:
+            first = Budget(max_requests=5)
+            run_id = await scan(config, store, executor=settings, budget=first)
+            run = store.get_run(run_id)
+            assert run.status == RUN_INTERRUPTED and run.message.startswith(BUDGET_REACHED), run.message
+            assert "5 of 5 requests" in run.message and store.count_attempts(run_id) == 5
+            rest = Budget(max_usd=1_000.0, prices=prices)
+            assert await scan(None, store, resume=run_id, executor=settings, budget=rest) == run_id
+            assert store.get_run(run_id).status == "complete"
+            spent[name] = [first, rest]
+    assert attempts(tmp_path / "ray.db") == attempts(tmp_path / "local.db")
+    (local_first, local_rest), (ray_first, ray_rest) = spent["local"], spent["ray"]
+    assert ray_first.spent == local_first.spent and ray_first.spent.requests == 5
+    assert ray_rest.spent == local_rest.spent and ray_rest.spent.requests > 0
+    assert ray_rest.spent_usd == pytest.approx(local_rest.spent_usd) and ray_rest.spent_usd > 0
+    assert all(e.replaced == 0 for e in executors) and len(executors) == 2

@@ -142,6 +142,12 @@ async def test_litellm_missing_is_a_clear_error(monkeypatch):
         await get_generator("litellm:openai/gpt-4o-mini").start()
 
 
+def test_litellm_refuses_tls_files_it_could_not_pass_on():
+    gen = get_generator("litellm:openai/gpt-4o-mini", ca_bundle="ca.pem", client_cert="me.pem")
+    with pytest.raises(GeneratorUnavailable, match="ca_bundle, client_cert is not passed on to LiteLLM"):
+        gen.preflight()
+
+
 # -- llama.cpp --------------------------------------------------------------------------------------
 async def test_llamacpp_runs_a_gguf_file_through_llama_cpp(monkeypatch, tmp_path):
     created = []

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import random
 import subprocess
 import sys
 
@@ -16,7 +15,7 @@ from redline.attempt import Conversation, Message, Tool, ToolCall, Turn
 from redline.engine import ScanConfig, scan
 from redline.generators import GeneratorError, get_generator
 from redline.generators.base import Generator
-from redline.generators.cache import CACHE_SCOPE, CachedGenerator, _plain_prefix, _prefix
+from redline.generators.cache import CACHE_SCOPE, CachedGenerator, key_text, request_keys
 from redline.report.summary import run_summary
 from redline.store import Store
 
@@ -201,26 +200,84 @@ async def test_outputs_from_a_cache_filled_before_masking_are_masked(tmp_path, m
     assert fresh.text == "fresh" and hit.text == "leaked ***" and cached.hits == 1
 
 
-def test_the_plain_key_text_is_what_json_gives_so_old_keys_stay_valid():
-    """request_keys writes the key text of a plain conversation itself (hot path): it must be
-    byte for byte json.dumps(..., sort_keys=True), or every cached answer would be asked again."""
-    rng = random.Random(7)
-    alphabet = 'ab"\\\n\t\u00e9\u202e\U0001f600\ud800x /'
-    identity = '{"generator": "openai:m", "settings": {"temperature": 0.0, "note": "\u00e9"}}'
-    for _ in range(500):
-        turns = []
-        for _ in range(rng.randint(1, 4)):
-            text = None if rng.random() < 0.1 else "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 12)))
-            path = f"img/{rng.randint(0, 9)}.png" if rng.random() < 0.2 else None
-            turns.append(Turn(rng.choice(["system", "user", "assistant"]), Message(text=text, data_path=path)))
-        conversation = Conversation(turns=turns)
-        scope = str(rng.randint(0, 3))
-        assert _plain_prefix(identity, conversation, scope) == _prefix(identity, conversation, scope)
+class _RecordingBackend:
+    """A cache backend that holds nothing and records the keys it is asked for."""
+
+    def __init__(self) -> None:
+        self.keys: list[str] = []
+
+    def cache_get(self, key):
+        self.keys.append(key)
+        return None
+
+    def cache_put(self, key, outputs):
+        pass
 
 
-def test_a_conversation_with_tools_takes_the_general_key_text():
-    tools = Conversation(turns=[Turn("user", Message(text="hi"))], tools=[Tool(name="search")])
-    calls = Conversation(
-        turns=[Turn("assistant", Message(text="", tool_calls=[ToolCall(id="1", name="search", arguments={"q": 1})]))]
-    )
-    assert _plain_prefix("{}", tools, "") is None and _plain_prefix("{}", calls, "") is None
+# Keys computed by redline before the key text had one writer: the caches of stores written then
+# must still be hit, so these may never change.
+_IDENTITY = '{"generator": "openai:gpt-4o-mini", "settings": {"max_tokens": 150, "temperature": 0.7}}'
+_KNOWN_KEYS = {
+    "plain": (
+        Conversation([Turn("system", Message("Be brief.")), Turn("user", Message("How do I pick a lock?"))]),
+        "e7ce727cfd3f6d90b20134d6dcb6fc397c73160585fe10e2c1242a750ce73f0e",
+    ),
+    "not ascii": (
+        Conversation([Turn("user", Message('Qu\u00e9 "pasa"\n\U0001f600'))]),
+        "73260f5eb84fcbd76a2b454dae17169291538a19c043ba6dc806a059b3ffe86d",
+    ),
+    "attachment": (
+        Conversation([Turn("user", Message("What is this?", data_path="img/cat.png"))]),
+        "81a98ee34b80bf7704b81f20402219b5570d6c73bb4c6b6a2ba369fc478943bf",
+    ),
+    "tool call": (
+        Conversation(
+            [
+                Turn("user", Message("Weather?")),
+                Turn(
+                    "assistant",
+                    Message("", tool_calls=[ToolCall(id="c1", name="weather", arguments={"city": "Paris"})]),
+                ),
+                Turn("tool", Message("sunny", tool_call_id="c1")),
+            ]
+        ),
+        "c3e5dd7da76ade9e69d3915f1b41e8f659c74c2aba456be5fd6ae3263c34c33c",
+    ),
+    "tools offered": (
+        Conversation(
+            [Turn("user", Message("Search cats"))],
+            tools=[
+                Tool(
+                    name="search",
+                    description="web search",
+                    parameters={"type": "object", "properties": {"q": {"type": "string"}}},
+                )
+            ],
+        ),
+        "d563ec2075eeefd57e40acf4a25c8f8479332fc318e512ad07a7e9b81351f65d",
+    ),
+}
+
+
+@pytest.mark.parametrize("shape", sorted(_KNOWN_KEYS))
+def test_a_request_has_the_key_earlier_versions_gave_it(shape):
+    conversation, key = _KNOWN_KEYS[shape]
+    identity = key_text({"generator": "openai:gpt-4o-mini", "settings": {"temperature": 0.7, "max_tokens": 150}})
+    assert identity == _IDENTITY
+    keys = request_keys(identity, conversation, 2, "1")
+    assert keys[0] == key
+    assert keys[1] != key  # each generation has its own key
+
+
+async def test_a_cached_generator_looks_up_the_keys_earlier_versions_stored():
+    backend = _RecordingBackend()
+    cached = CachedGenerator(get_generator("test.repeat"), backend)
+    token = CACHE_SCOPE.set("0")
+    try:
+        await cached.generate(_KNOWN_KEYS["plain"][0], 2)
+    finally:
+        CACHE_SCOPE.reset(token)
+    assert backend.keys == [
+        "118c9e9b11b44f472125f4f2742385e0ac6a13b703a1bb1fa28edf7261fd608d",
+        "cb24e3d7902030c4c23f34613de68350204ef59f07576a474a9772710e55136d",
+    ]

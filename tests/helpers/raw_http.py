@@ -8,14 +8,22 @@ from collections.abc import Callable
 
 
 async def serve(
-    answer_for: Callable[[str], bytes | tuple[bytes, bool]], heads: list[dict[str, str]] | None = None
+    answer_for: Callable[[str], bytes | tuple[bytes, bool]],
+    heads: list[dict[str, str]] | None = None,
+    connections: list[int] | None = None,
 ) -> tuple[asyncio.AbstractServer, int, list[str]]:
     """A server answering each request with ``answer_for(request line)``: bytes, or ``(bytes, True)``
     to close the connection after them. Returns the server, its port and the request lines it
-    was sent; each request's headers (names in lower case) go to ``heads`` when given."""
+    was sent; each request's headers (names in lower case) go to ``heads`` when given, and the
+    number of each connection accepted (1, 2, ...) to ``connections``."""
     lines: list[str] = []
+    accepted = 0
 
     async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        nonlocal accepted
+        accepted += 1
+        if connections is not None:
+            connections.append(accepted)
         while True:
             try:
                 head = (await reader.readuntil(b"\r\n\r\n")).decode("latin-1")

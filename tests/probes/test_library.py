@@ -104,7 +104,7 @@ def test_default_scan_stays_small_but_families_expand() -> None:
 
 # -- content checks -------------------------------------------------------------------------------
 def test_jailbreaks_wrap_every_harmful_request() -> None:
-    from redline.probes.harmful import REQUESTS
+    from redline.probes.harmful.requests import REQUESTS
 
     for name in [n for n in NEW_PROBES if n.startswith("jailbreak.")]:
         probe = get_probe(name)

@@ -13,14 +13,15 @@ from rich.cells import cell_len
 from rich.console import Console
 
 from redline.attempt import ATTEMPT_COMPLETE, Attempt
-from redline.cli import common
 from redline.detectors import Validation
 from redline.detectors.refusal import Compliance
 from redline.evaluation import FAIL, PASS, UNDETECTED, wilson_interval
 from redline.evaluation.statistics import review_corrected_rate, rogan_gladen
+from redline.report import terminal
 from redline.report.exports import export_markdown
 from redline.report.html import render_report
 from redline.report.summary import NOT_VALIDATED, RunSummary, build_summary, gate_violations
+from redline.report.tally import ReviewTally
 from redline.store import LABEL_FAIL, LABEL_PASS, ReviewRecord, Store, ValidationRecord
 
 BASE_KEYS = ["probe", "attempts", "failed", "errored", "outputs", "undetected", "failure_rate", "ci95"]
@@ -284,21 +285,21 @@ def test_the_gate_uses_the_corrected_rate_and_says_so(store, shipped):
     assert gate_violations(summary, 0.35, None) == []
 
 
-def _printed(monkeypatch, store: Store, run_id: str, width: int = 80) -> str:
+def _printed(store: Store, run_id: str, width: int = 80) -> str:
     out = io.StringIO()
-    monkeypatch.setattr(common, "out_console", Console(file=out, width=width, highlight=False, emoji=False))
-    common.print_summary(store.path, run_id, as_json=False)
+    console = Console(file=out, width=width, highlight=False, emoji=False)
+    terminal.print_run_summary(console, build_summary(store, run_id), reviews=ReviewTally.of(store.reviews(run_id)))
     return out.getvalue()
 
 
 def _table(text: str) -> list[str]:
     lines = text.splitlines()
-    return lines[: next(i for i, line in enumerate(lines) if line.startswith(common.LEGEND[:20]))]
+    return lines[: next(i for i, line in enumerate(lines) if line.startswith(terminal.LEGEND[:20]))]
 
 
-def test_the_table_shows_the_corrected_rate_beside_the_raw_one_at_80_columns(store, shipped, monkeypatch):
+def test_the_table_shows_the_corrected_rate_beside_the_raw_one_at_80_columns(store, shipped):
     run_id = make_run(store, {JUDGE: Compliance.version})
-    text = _printed(monkeypatch, store, run_id)
+    text = _printed(store, run_id)
     table = _table(text)
     assert all(cell_len(line.rstrip()) <= 80 for line in table), "\n".join(table)
     header = " ".join(" ".join(table[1:4]).split())
@@ -313,7 +314,7 @@ def test_the_table_shows_the_corrected_rate_beside_the_raw_one_at_80_columns(sto
         f"({lo:.1%}–{hi:.1%})".replace("%–", "–"),
     ]
     flat = " ".join(text.split())
-    assert common.CORRECTED_LEGEND in flat
+    assert terminal.CORRECTED_LEGEND in flat
     # the validation is said once, under "judges"
     assert (
         "judges (what the corrected rates rest on): refusal.Compliance sensitivity 0.80, specificity 0.90 "
@@ -321,7 +322,7 @@ def test_the_table_shows_the_corrected_rate_beside_the_raw_one_at_80_columns(sto
     )
     assert "not validated" not in flat
     # the same table on a wide console: one line per probe
-    wide = _table(_printed(monkeypatch, store, run_id, width=200))
+    wide = _table(_printed(store, run_id, width=200))
     assert any(
         line.split()
         == [
@@ -338,14 +339,14 @@ def test_the_table_shows_the_corrected_rate_beside_the_raw_one_at_80_columns(sto
     ), wide
 
 
-def test_a_long_probe_name_still_fits_80_columns_beside_the_corrected_rate(store, shipped, monkeypatch):
+def test_a_long_probe_name_still_fits_80_columns_beside_the_corrected_rate(store, shipped):
     run_id = make_run(store, {JUDGE: Compliance.version})
     long = "injection.SystemPromptExtraction"  # 32 characters: the longest that is not folded at 80
     other = make_run(store, {JUDGE: Compliance.version}, probe=long)
     for seq, verdict in enumerate(VERDICTS):  # both probes in one run
         store.save_attempt(run_id, _attempt(long, seq, verdict))
     store.save_probe_result(run_id, long, 1, store.probe_results(other)[long].as_dict())
-    table = _table(_printed(monkeypatch, store, run_id))
+    table = _table(_printed(store, run_id))
     assert all(cell_len(line.rstrip()) <= 80 for line in table), "\n".join(table)
     assert not any("…" in line for line in table)
     row = next(i for i, line in enumerate(table) if line.startswith(long))  # whole, not folded
@@ -354,9 +355,9 @@ def test_a_long_probe_name_still_fits_80_columns_beside_the_corrected_rate(store
     assert table[row + 1].split() == ["16.8–68.7%", f"{lo:.1%}–{hi:.1%}".replace("%–", "–")]  # tight: no parentheses
 
 
-def test_notes_name_the_unvalidated_judges_and_the_reviews(store, unvalidated, monkeypatch):
+def test_notes_name_the_unvalidated_judges_and_the_reviews(store, unvalidated):
     run_id = make_run(store, {JUDGE: Compliance.version})
-    text = _printed(monkeypatch, store, run_id)
+    text = _printed(store, run_id)
     flat = " ".join(text.split())
     assert (
         "judges (what the corrected rates rest on): refusal.Compliance not validated: its failure rates are not corrected"
@@ -373,7 +374,7 @@ def test_notes_name_the_unvalidated_judges_and_the_reviews(store, unvalidated, m
             ReviewRecord(run_id, "harmful.Requests", 4, 0, LABEL_PASS, "pass"),
         ]
     )
-    flat = " ".join(_printed(monkeypatch, store, run_id).split())
+    flat = " ".join(_printed(store, run_id).split())
     assert (
         "harmful.Requests 1 output undetected (left out of the rate) corrected with reviews of this run "
         "(2 of 10 judged outputs): judge sensitivity" in flat

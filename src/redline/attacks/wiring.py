@@ -18,7 +18,7 @@ from redline.attacks.converters.probe import ConvertedProbe
 from redline.attacks.pool import ModelPool
 from redline.attacks.strategies import get_strategy_class
 from redline.attacks.strategies.base import StrategyError
-from redline.detectors.judges import uses_judge_model
+from redline.detectors.specs import uses_judge_model
 from redline.evaluation import DetectorEvaluator
 from redline.probes.base import Probe
 

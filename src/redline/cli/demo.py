@@ -1,7 +1,7 @@
 """``redline demo``: a first scan in seconds, on the embedded model, with no setting to choose.
 
 The demo is an ordinary scan: the fixed configuration of :func:`demo_config` run by
-:func:`redline.cli.common.run_scan` and shown by :func:`redline.cli.common.print_summary`, as
+:func:`redline.cli.scan_run.run_scan` and shown by :func:`redline.cli.common.print_summary`, as
 ``redline scan`` runs and shows one, so the run is stored, resumable and reportable like any other.
 Mounted by :mod:`redline.cli.main` through :func:`register`.
 """
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import typer
 
-from redline.cli import common
+from redline.cli import common, scan_run
 from redline.engine import ScanConfig, build_scan_config
 from redline.generators import DEFAULT_GENERATOR
 from redline.report.formatting import plural
@@ -28,8 +28,7 @@ DEMO_PROBES = (
     "output.XSS",
     "misinformation.FalsePremise",
 )
-#: Prompts per probe (a seeded sample, the same each time). With 2, the whole demo, the model's
-#: start included, took 16 s on 2 cores busy with other work (3 took 18-20 s).
+#: Prompts per probe (a seeded sample, the same each time).
 DEMO_SAMPLE = 2
 #: New tokens per answer: enough for a refusal, a compliance or an injected marker to show.
 DEMO_MAX_TOKENS = 32
@@ -66,7 +65,7 @@ def demo(
             markup=False,
             highlight=False,
         )
-    run_id = common.run_scan(config, store, resume=None, retry_errors=False, quiet=as_json)
+    run_id = scan_run.run_scan(config, store, resume=None, retry_errors=False, quiet=as_json)
     common.print_summary(store, run_id, as_json=as_json, examples=0 if as_json else DEMO_EXAMPLES)
 
 

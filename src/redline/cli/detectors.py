@@ -25,7 +25,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from redline.cli import common
-from redline.cli.common import err_console, out_console, run_async
+from redline.cli.common import err_console, out_console
 from redline.detectors import Detector, check_detector_spec, get_detector
 from redline.detectors.options import parse_detector_options
 from redline.errors import UsageError
@@ -36,6 +36,7 @@ from redline.evaluation.validation import (
     load_examples,
     validate_detector,
 )
+from redline.eventloop import run_async
 from redline.generators import Generator, get_generator
 from redline.report.formatting import pct, pct_interval, plural
 from redline.store import ValidationRecord

@@ -20,8 +20,9 @@ from rich.markup import escape
 from rich.table import Table
 
 from redline import textsafety
-from redline.cli.common import report_exception, run_async
+from redline.cli.common import report_exception
 from redline.errors import UsageError
+from redline.eventloop import run_async
 from redline.generators import get_generator
 from redline.lve.isolation import CheckerPool, checker_for
 from redline.lve.limits import MEMORY_HELP, TIMEOUT_HELP, CheckerLimits, checker_limits, configure_shared_pool

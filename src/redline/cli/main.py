@@ -7,13 +7,9 @@ and exit status 1, never a traceback (set ``REDLINE_DEBUG=1`` to see one).
 
 from __future__ import annotations
 
-import atexit
-import contextlib
-import gc
 import importlib
 import os
 import sys
-import threading
 from enum import Enum
 from pathlib import Path
 from typing import Any
@@ -22,7 +18,7 @@ import typer
 
 from redline.attacks.strategies.base import parse_strategy_opts
 from redline.cli import budget as budget_cli
-from redline.cli import common
+from redline.cli import common, scan_run
 from redline.cli.common import err_console
 from redline.datasets import parse_columns
 from redline.detectors import check_detector_spec
@@ -126,7 +122,7 @@ def scan(
     ),
     generations: int | None = typer.Option(None, "--generations", "-g", min=1, help="Outputs per attempt (default 1)."),
     concurrency: int | None = typer.Option(
-        None, "--concurrency", "-c", min=1, help="Attempts in flight (default 128 local, 16 remote)."
+        None, "--concurrency", "-c", min=1, help="Attempts in flight (default 128 local, 16 remote; with --executor ray: per actor)."
     ),
     store: Path = STORE_OPTION,
     resume: str | None = typer.Option(
@@ -261,16 +257,8 @@ def scan(
         None,
         "--executor",
         help="Where attempts run: local (this process, the default) or ray (Ray actors, each with its own "
-        "generator, on this machine or the cluster of --ray-address; pip install 'redline[ray]'). "
-        "Applied with --resume too.",
-    ),
-    processes: int | None = typer.Option(
-        None,
-        "--processes",
-        min=1,
-        help="With the local executor: worker processes that run the attempts of a remote model, each with its share "
-        "of --concurrency and of the endpoint's limits (1-64; 1: all in this process; default: one per core, at most 4, "
-        "for 2,000 attempts or more over HTTP).",
+        "generator and --concurrency attempts in flight, sharing the endpoint's --rpm/--tpm; on this machine's "
+        "cores, or the cluster of --ray-address; pip install 'redline[ray]'). Applied with --resume too.",
     ),
     ray_address: str | None = typer.Option(
         None,
@@ -304,14 +292,15 @@ def scan(
         None,
         "--budget-usd",
         help="Stop the run cleanly (resumable, exit 4) before it would spend more than USD X (needs --price-per-mtok; "
-        "counts the endpoint's reported usage, else estimates). Per process: applied with --resume too.",
+        "counts the endpoint's reported usage, else estimates; with --executor ray too). Not stored with the run: "
+        "applied with --resume too.",
     ),
     max_requests: int | None = typer.Option(
         None,
         "--max-requests",
         min=1,
-        help="Stop the run cleanly (resumable, exit 4) before it would send more than N requests to the model under test. "
-        "Per process: applied with --resume too.",
+        help="Stop the run cleanly (resumable, exit 4) before it would send more than N requests to the model under test "
+        "(with --executor ray too). Not stored with the run: applied with --resume too.",
     ),
 ) -> None:
     """Scan a model with probes and store every attempt."""
@@ -334,7 +323,6 @@ def scan(
     }
     cli_executor: dict[str, Any] = {  # how the run executes: never part of the run (allowed with --resume)
         "executor": executor.value if executor is not None else None,
-        "processes": processes,
         "ray_address": ray_address,
         "workers": workers,
         "gpus_per_worker": gpus_per_worker,
@@ -445,7 +433,7 @@ def scan(
         )
         return
     configure_shared_pool(checker_limits(checker_timeout, checker_memory))  # LVE checkers' workers
-    run_id = common.run_scan(
+    run_id = scan_run.run_scan(
         config, store, resume=resume, retry_errors=retry_errors, quiet=as_json, executor=executor_config, budget=budget
     )
     if budget is not None and budget.stopped:  # the summary of what is stored, then how to go on
@@ -603,14 +591,13 @@ def main(argv: list[str] | None = None) -> None:
     # Libraries we load (transformers' GGUF conversion, classifier pipelines) draw their own tqdm
     # bars; the CLI shows one progress bar of its own. tqdm reads this when it is first imported.
     os.environ.setdefault("TQDM_DISABLE", "1")
-    # torch's OpenMP threads spin while they wait for work. On cores that other processes also
-    # use, a local model then runs many times slower (SmolLM2 on 2 busy cores: 73 s instead of
-    # 4 s for the same batch); waiting passively leaves the cores to whoever has work. OpenMP
-    # reads this when torch is first imported, which the CLI does only when a model starts.
+    # torch's OpenMP threads spin while they wait for work, holding cores that other processes
+    # (and a local model's own work) need; waiting passively leaves the cores to whoever has work.
+    # OpenMP reads this when torch is first imported, which the CLI does only when a model starts.
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     command = typer.main.get_command(app)
     args = sys.argv[1:] if argv is None else argv
-    common.PROCESS_IS_OURS["value"] = argv is None
+    scan_run.PROCESS_IS_OURS["value"] = argv is None
     try:
         code = command.main(args=args, prog_name="redline", standalone_mode=False)
     except typer.Exit as exc:
@@ -624,39 +611,7 @@ def main(argv: list[str] | None = None) -> None:
         code = _report_parser_error(exc)
     except Exception as exc:
         code = common.report_exception(exc)
-    status = code if isinstance(code, int) else 0
-    if argv is None:
-        _leave(status)
-    sys.exit(status)
-
-
-def _leave(status: int) -> None:
-    """End the console script's process with ``status`` once its command is done.
-
-    The interpreter's teardown would then free, one by one, every object the command loaded
-    (its cycle collector alone took 50-90 ms after a scan; the rest about 8 ms more), memory the
-    process's end frees at once. What the teardown does that matters is done here: the exit
-    handlers run and the standard streams are flushed, then the process ends. Files and the store
-    are closed by now. While a thread other than a daemon is still running, or when a standard
-    stream cannot be flushed (a closed pipe), the interpreter ends as usual, and reports that."""
-    gc.freeze()  # if the usual end is taken: no collection over everything loaded
-    main_thread = threading.main_thread()
-    if any(t is not main_thread and not t.daemon and t.is_alive() for t in threading.enumerate()):
-        sys.exit(status)
-    try:
-        _flush_output()
-    except (OSError, ValueError):
-        sys.exit(status)
-    atexit._run_exitfuncs()  # what the interpreter's end runs first (logging's flush, ...)
-    with contextlib.suppress(OSError, ValueError):
-        _flush_output()  # what the exit handlers wrote
-    os._exit(status)
-
-
-def _flush_output() -> None:
-    for stream in (sys.stdout, sys.stderr):
-        if stream is not None:
-            stream.flush()
+    sys.exit(code if isinstance(code, int) else 0)
 
 
 def _report_parser_error(exc: Any) -> int:

@@ -4,7 +4,7 @@ exports the sample to label elsewhere and imports the labels back.
 Mounted by :mod:`redline.cli.main` through :func:`register`. The sample and the files are made by
 :mod:`redline.report.review`; this module only asks and prints. Each label is saved as soon as
 it is given, so quitting (``q``, end of input, Ctrl-C) keeps every label made so far. Model text
-is printed through :func:`~redline.cli.common.visible`: escape sequences in it are shown, never
+is printed through :func:`~redline.textsafety.visible`: escape sequences in it are shown, never
 run by the terminal.
 """
 
@@ -17,7 +17,7 @@ from pathlib import Path
 import typer
 from rich.text import Text
 
-from redline.cli.common import DEFAULT_STORE, open_store, out_console, visible
+from redline.cli.common import DEFAULT_STORE, open_store, out_console
 from redline.cli.report import write_file
 from redline.errors import UsageError
 from redline.report.formatting import pct, pct_interval, plural
@@ -33,6 +33,7 @@ from redline.report.review import (
     sample_file,
 )
 from redline.store import LABEL_FAIL, LABEL_PASS, ReviewRecord, Store
+from redline.textsafety import visible
 
 __all__ = ["register", "review"]
 

@@ -13,8 +13,9 @@ from pathlib import Path
 
 import typer
 
-from redline.cli.common import DEFAULT_STORE, err_console, out_console, visible
+from redline.cli.common import DEFAULT_STORE, err_console, out_console
 from redline.errors import UsageError
+from redline.textsafety import visible
 from redline.view import allowed_hosts, bind, create_app, serve
 from redline.view.server import is_loopback, url_of
 

@@ -3,7 +3,7 @@ succeeded, the model failed; ``None`` = no verdict).
 
 Found by name in :data:`detectors` (entry-point group ``redline.detectors``);
 ``get_detector("refusal.Compliance")`` builds one. :func:`get_detector` also takes the judge specs
-of :mod:`redline.detectors.judges`: ``hf:PATH_OR_ID`` (a classifier), ``llm[:MODEL]`` (an LLM
+of :mod:`redline.detectors.specs`: ``hf:PATH_OR_ID`` (a classifier), ``llm[:MODEL]`` (an LLM
 judge) and ``A+B`` (an ensemble). LVE checkers, which decide whether a whole LVE instance is safe,
 are another stage: :mod:`redline.lve.checkers`.
 """
@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from redline.detectors.base import Detector, DetectorUnavailable, TextDetector, Validation
-from redline.detectors.judges import ENSEMBLE_PREFIX, DetectorSpecError, build_detector, parse_spec
+from redline.detectors.specs import ENSEMBLE_PREFIX, DetectorSpecError, build_detector, parse_spec
 from redline.plugins import PluginRegistry
 
 __all__ = [
@@ -39,16 +39,16 @@ detectors = PluginRegistry(
         "refusal.Keywords": "redline.detectors.refusal:Keywords",
         "strings.TargetString": "redline.detectors.strings:TargetString",
         "strings.Triggers": "redline.detectors.strings:TriggerListDetector",
-        "encoding.DecodedPayload": "redline.detectors.strings:DecodedPayload",
-        "injection.InjectedMarker": "redline.detectors.strings:InjectedMarker",
+        "encoding.DecodedPayload": "redline.detectors.encoding:DecodedPayload",
+        "injection.InjectedMarker": "redline.detectors.injection:InjectedMarker",
         "judge.Rubric": "redline.detectors.judge:Rubric",
-        "strings.Regex": "redline.detectors.regex:RegexDetector",
+        "strings.Regex": "redline.detectors.strings:RegexDetector",
         "output.MarkdownImage": "redline.detectors.output:MarkdownImage",
         "output.ExfilLink": "redline.detectors.output:ExfilLink",
         "output.XSS": "redline.detectors.output:XSS",
         "output.SQLInjection": "redline.detectors.output:SQLInjection",
         "output.ShellInjection": "redline.detectors.output:ShellInjection",
-        "output.PackageHallucination": "redline.detectors.packages:PackageHallucination",
+        "output.PackageHallucination": "redline.detectors.output:PackageHallucination",
         "leakage.Replay": "redline.detectors.leakage:Replay",
         "leakage.PII": "redline.detectors.leakage:PII",
         "leakage.Canary": "redline.detectors.leakage:Canary",
@@ -69,7 +69,7 @@ def get_detector(
     name: str, *, options_by_name: Mapping[str, Mapping[str, Any]] | None = None, **options: Any
 ) -> Detector:
     """Instantiate the detector registered as ``name``, or the judge a detector spec describes
-    (``hf:PATH``, ``llm[:MODEL]``, ``A+B``; see :mod:`redline.detectors.judges`), with
+    (``hf:PATH``, ``llm[:MODEL]``, ``A+B``; see :mod:`redline.detectors.specs`), with
     ``options``. The members of an ensemble take their options from ``options_by_name`` (every
     ``--detector-opt``, by detector name). Raises :class:`~redline.plugins.UnknownPluginError`
     for an unknown name and :class:`DetectorSpecError` for a malformed spec."""

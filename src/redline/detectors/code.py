@@ -35,8 +35,8 @@ import re
 from collections.abc import Callable, Iterable
 
 from redline.attempt import Attempt
+from redline.detectors.asking import request_of
 from redline.detectors.base import TextDetector
-from redline.detectors.judge_model import request_of
 from redline.detectors.output import code_of, shell_injection_findings, sql_injection_findings
 
 __all__ = ["WEAKNESSES", "InsecurePattern", "insecure_code_findings"]

@@ -21,8 +21,8 @@ import re
 from typing import Any
 
 from redline.attempt import Attempt, Conversation, Message, Turn
+from redline.detectors.asking import JudgeModel, request_of
 from redline.detectors.base import Detector, DetectorUnavailable
-from redline.detectors.judge_model import JudgeModel, request_of
 from redline.detectors.options import DetectorOptionError
 from redline.generators.base import Generator
 

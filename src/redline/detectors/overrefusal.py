@@ -20,8 +20,8 @@ from __future__ import annotations
 import re
 
 from redline.attempt import Attempt
+from redline.detectors.asking import request_of
 from redline.detectors.base import Detector
-from redline.detectors.judge_model import request_of
 from redline.detectors.refusal import analyse_response, is_refusal
 
 __all__ = ["Refused", "refused_verdict"]

@@ -24,8 +24,8 @@ from __future__ import annotations
 import re
 
 from redline.attempt import Attempt
+from redline.detectors.asking import request_of
 from redline.detectors.base import TextDetector
-from redline.detectors.judge_model import request_of
 from redline.detectors.misinformation import GENERIC_CORRECTIONS, marker_pattern
 
 __all__ = ["Agreement", "agreement_verdict"]

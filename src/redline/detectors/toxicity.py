@@ -5,8 +5,9 @@ evaluator fails outputs at >= 0.5). The model is, in order: the ``model`` option
 (``--detector-opt toxicity.Classifier.model=PATH``), the ``REDLINE_TOXICITY_MODEL`` environment
 variable, or ``s-nlp/roberta_toxicity_classifier``. It is loaded in :meth:`start` through
 :func:`redline.detectors.classifier.load_text_classifier`; a model that is neither a local
-folder nor in the Hugging Face cache is downloaded only when the hub can be reached (checked in
-about a second), so an offline machine gets the one-line :class:`DetectorUnavailable` at once.
+folder nor in the Hugging Face cache is downloaded only when the hub can be reached
+(:func:`redline.hub.hub_reachable`), so an offline machine gets the one-line
+:class:`DetectorUnavailable` at once.
 """
 
 from __future__ import annotations

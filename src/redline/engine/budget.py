@@ -32,14 +32,18 @@ output's own length in place of ``max_tokens``; answers from the response cache 
 Requests to a separate ``--attacker-model``/``--judge-model``/``--converter-model`` are not
 counted (requests to the model under test in those roles are).
 
-The check costs a few arithmetic operations per attempt and one context variable per request.
+**On Ray** the budget stays with the driver: it admits each attempt before the attempt goes to an
+actor, and each actor counts what every attempt's requests cost (:class:`AttemptCosts`) and sends
+it back with the attempt, which the driver charges (:meth:`Budget.charge`) before it releases it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -59,6 +63,7 @@ __all__ = [
     "DEFAULT_OUTPUT_TOKENS",
     "MULTI_TURN_STRATEGIES",
     "STRATEGY_CALLS_PER_QUERY",
+    "AttemptCosts",
     "Budget",
     "BudgetError",
     "Estimate",
@@ -69,6 +74,7 @@ __all__ = [
     "is_pause",
     "strategy_queries",
     "text_tokens",
+    "wait_out",
 ]
 
 #: Characters per token of the estimate (no tokenizer needed).
@@ -237,7 +243,8 @@ class Budget:
 
     The engine calls :meth:`bind` once the generator is known, :meth:`admit` before it starts an
     attempt, :meth:`release` when the attempt is done, and counts what each request cost through
-    :class:`MeteredGenerator` (:meth:`record`). ``spent`` is what was counted so far,
+    :class:`MeteredGenerator` (:meth:`record`), or, for an attempt that ran elsewhere, with
+    :meth:`charge`. ``spent`` is what was counted so far,
     :attr:`stopped` the run's message once the budget stopped it."""
 
     def __init__(
@@ -260,7 +267,7 @@ class Budget:
         self.spent_usd = 0.0
         self._held_requests = 0
         self._held_usd = 0.0
-        self._holds: dict[int, tuple[int, float]] = {}
+        self._holds: dict[str, tuple[int, float]] = {}  # by attempt uuid
         self._changed: asyncio.Event | None = None
         self.stopped: str | None = None
 
@@ -288,14 +295,15 @@ class Budget:
             return False
         if self.max_usd is not None and self.spent_usd + self._held_usd + usd > self.max_usd:
             return False
-        self._holds[id(attempt)] = (estimate.requests, usd)
+        self._holds[attempt.uuid] = (estimate.requests, usd)
         self._held_requests += estimate.requests
         self._held_usd += usd
         return True
 
     def release(self, attempt: Attempt) -> None:
-        """``attempt`` is done: its estimate is no longer held (what it cost is in :attr:`spent`)."""
-        held = self._holds.pop(id(attempt), None)
+        """``attempt`` is done: its estimate is no longer held (what it cost is in :attr:`spent`).
+        The attempt is known by its ``uuid``: a copy of it (sent back by a Ray actor) releases it."""
+        held = self._holds.pop(attempt.uuid, None)
         if held is None:
             return
         self._held_requests -= held[0]
@@ -342,9 +350,38 @@ class Budget:
             prompt = text_tokens(conversation_chars(conversation)) * requests
             chars = sum(len(m.text or "") for m in outputs if m is not None)
             output = text_tokens(chars * asked // max(n, 1)) if n else 0
-        self.spent.add(Estimate(requests, prompt, output))
+        self.charge(Estimate(requests, prompt, output))
+
+    def charge(self, cost: Estimate) -> None:
+        """Count ``cost`` as spent (what calls of the model under test cost)."""
+        self.spent.add(cost)
         if self.prices is not None:
-            self.spent_usd += self.prices.cost(prompt, output)
+            self.spent_usd += self.prices.cost(cost.prompt_tokens, cost.output_tokens)
+
+
+_ATTEMPT_COST: ContextVar[Estimate | None] = ContextVar("redline_attempt_cost", default=None)
+"""The cost of the attempt running in this task (:meth:`AttemptCosts.counting`)."""
+
+
+class AttemptCosts(Budget):
+    """No limits: what the calls of each attempt cost, counted where the attempt runs (a Ray
+    actor) for the :class:`Budget` of another process (the driver's). Wrap the generator in a
+    :class:`MeteredGenerator` with it and run each attempt inside :meth:`counting`."""
+
+    def charge(self, cost: Estimate) -> None:
+        counted = _ATTEMPT_COST.get()
+        if counted is not None:
+            counted.add(cost)
+
+    @contextmanager
+    def counting(self) -> Iterator[Estimate]:
+        """The cost of the calls made in this task (and the tasks it starts) while inside."""
+        cost = Estimate()
+        token = _ATTEMPT_COST.set(cost)
+        try:
+            yield cost
+        finally:
+            _ATTEMPT_COST.reset(token)
 
 
 #: ``attempt.notes`` key of a budget pause (never stored).
@@ -367,13 +404,22 @@ class _Pause:
         self.evaluator: Evaluator = _NoJudgment()
         self.skip_reason: str | None = None
 
-    async def generate(self, attempt: Attempt, generator: Generator, generations: int) -> Attempt:
+    async def wait(self) -> None:
         await self._event.wait()
+
+    async def generate(self, attempt: Attempt, generator: Generator, generations: int) -> Attempt:
+        await self.wait()
         return attempt
 
 
 def is_pause(attempt: Attempt) -> bool:
+    """Whether ``attempt`` is a budget pause (:meth:`Budget.pause`), never run nor stored."""
     return bool(attempt.notes.get(PAUSE_NOTE))
+
+
+async def wait_out(pause: tuple[Probe, Attempt]) -> None:
+    """Wait as the budget pause ``pause`` does: until an attempt in flight is done or the run stops."""
+    await cast(_Pause, pause[0]).wait()
 
 
 class MeteredGenerator(GeneratorWrapper):

@@ -23,14 +23,13 @@
     probe_options: {bias.ForcedChoice: {sample: 5}}
     judge: hf:./compliance-judge   # replaces refusal.Compliance (hf:PATH, llm[:MODEL], A+B)
     executor: ray                # how attempts run: local (the default) or ray
-    # processes: 2               # with executor: local: worker processes (remote model; default: by cores)
     ray_address: 10.0.0.1:6379   # with executor: ray; left out: Ray starts on this machine
     workers: 4                   # with executor: ray: the Ray actors
     gpus_per_worker: 1           # with executor: ray: GPUs each actor holds
 
 Command-line flags override the file (``--gen-opt key=value`` and the generator flags override
 ``generator:``). Every mistake is one :class:`ConfigError` line naming the file (or flag) and the
-key. The executor keys (``executor``, ``processes``, ``ray_address``, ``workers``, ``gpus_per_worker``) say how
+key. The executor keys (``executor``, ``ray_address``, ``workers``, ``gpus_per_worker``) say how
 the run executes, not what it measures: :func:`build_executor_config` makes them an
 :class:`~redline.engine.executors.ExecutorConfig`, which is never part of the
 :class:`~redline.engine.config.ScanConfig` or stored with the run. Secrets never go in a file:
@@ -60,7 +59,6 @@ from redline.engine.executors import (
     MAX_WORKERS,
     ExecutorConfig,
     check_gpus_per_worker,
-    check_processes,
     check_workers,
 )
 from redline.errors import RedlineError, UsageError
@@ -168,12 +166,14 @@ SCAN_KEYS: dict[str, Callable[[Any], Any]] = {
     "probe_options": _mapping,
     "judge": _str,
     "executor": _executor,
-    "processes": check_processes,
     "ray_address": _str,
     "workers": check_workers,
     "gpus_per_worker": check_gpus_per_worker,
 }
 _ALIASES = {"num_repetitions": "repetitions", "generator_options": "generator", "lve_paths": "lve"}
+
+#: Keys that were removed, each with what to write instead (one line, not "unknown key").
+REMOVED_KEYS = {"processes": "use executor: ray with workers: N"}
 
 #: The options of the Ray executor, each with its flag; they need ``executor: ray`` (``--executor ray``).
 RAY_OPTIONS = {"ray_address": "--ray-address", "workers": "--workers", "gpus_per_worker": "--gpus-per-worker"}
@@ -408,6 +408,8 @@ def load_config(path: str | Path) -> dict[str, Any]:
     for raw_key, value in data.items():
         key = _ALIASES.get(str(raw_key), str(raw_key))
         check = SCAN_KEYS.get(key)
+        if key in REMOVED_KEYS:
+            raise ConfigError(f"{file}: {raw_key}: was removed; {REMOVED_KEYS[key]}")
         if check is None:
             close = difflib.get_close_matches(key, list(SCAN_KEYS), n=1, cutoff=0.6)
             hint = f" (did you mean {close[0]!r}?)" if close else f" (known keys: {', '.join(SCAN_KEYS)})"
@@ -421,8 +423,6 @@ def load_config(path: str | Path) -> dict[str, Any]:
     ray_keys = [key for key in RAY_OPTIONS if key in values]
     if ray_keys and values.get("executor") != "ray":
         raise ConfigError(f"{file}: {', '.join(ray_keys)} {'needs' if len(ray_keys) == 1 else 'need'} executor: ray")
-    if "processes" in values and values.get("executor") == "ray":
-        raise ConfigError(f"{file}: processes applies to executor: local (Ray has workers)")
     if "generator" in values:
         values["generator"] = validate_generator_options(values["generator"], f"{file}: generator")
     if "probe_options" in values:
@@ -507,13 +507,11 @@ def build_executor_config(file_values: dict[str, Any], cli_values: dict[str, Any
         if not given["ray_address"]:
             raise UsageError("--ray-address is empty: give HOST:PORT of a Ray cluster, or leave it out")
     kind = given.get("executor") or file_values.get("executor") or "local"
-    processes = given.get("processes", file_values.get("processes"))
     if kind != "ray":
         flags = [flag for key, flag in RAY_OPTIONS.items() if key in given]
         if flags:
             raise UsageError(f"{', '.join(flags)} {'needs' if len(flags) == 1 else 'need'} --executor ray")
-        return ExecutorConfig(processes=processes)
+        return ExecutorConfig()
     ray = {key: file_values[key] for key in RAY_OPTIONS if key in file_values and file_values.get("executor") == "ray"}
     ray.update({key: given[key] for key in RAY_OPTIONS if key in given})
-    # checks the flags' values (the file's are checked already), and refuses --processes with Ray
-    return ExecutorConfig(kind="ray", processes=processes, **ray)
+    return ExecutorConfig(kind="ray", **ray)  # checks the flags' values (the file's are checked already)

@@ -2,8 +2,9 @@
 
 :func:`scan` is the whole pipeline for a run: resolve probes (phase 1 for each), start the
 generator and detectors, then push every attempt through generation → detection → evaluation
-(phases 2 and 3) with at most ``concurrency`` attempts in flight. Phase 4 (metrics and marks) runs
-per probe over the stored attempts.
+(phases 2 and 3) through an :class:`~redline.engine.executors.Executor` (in this process, or on Ray
+actors), storing each as it finishes. Phase 4 (metrics and marks) runs per probe over the stored
+attempts.
 
 Streaming: attempts are pulled from the probes one at a time as workers free up and are not kept
 once stored, so memory stays flat however many attempts a run has (a probe may return any sized
@@ -24,10 +25,8 @@ attempts are rebuilt deterministically and those already stored are skipped.
 
 from __future__ import annotations
 
-import bisect
-import itertools
 import re
-from collections.abc import Awaitable, Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from collections.abc import Sequence as SequenceABC
 from dataclasses import replace
 from typing import Any
@@ -36,21 +35,18 @@ from redline.attacks.pool import close_model_pools
 from redline.attacks.wiring import apply_scan_options
 from redline.attempt import Attempt
 from redline.detectors import check_detector_spec
-from redline.engine.budget import Budget, MeteredGenerator, RequestShape, is_pause
+from redline.engine.budget import Budget, RequestShape
 from redline.engine.config import ScanConfig
-from redline.engine.executors import ExecutorConfig
+from redline.engine.executors import Executor, ExecutorConfig, ExecutorError, InProcessExecutor
 from redline.engine.ray_executor import RayExecutor
-from redline.engine.shards import Preforked, ShardExecutor, choose_processes, config_key
 from redline.errors import UsageError
 from redline.generators import Generator, get_generator
-from redline.generators.cache import CachedGenerator
 from redline.generators.transport.options import TRANSPORT_OPTION_SPECS
 from redline.generators.transport.secrets import has_masked_userinfo, mask_url
 from redline.probes import Probe, get_probe, probe_sources, resolve_probes
 from redline.probes import probes as _probe_registry
 from redline.probes.base import AttemptSource
 from redline.probes.benchmark import BenchmarkProbe
-from redline.probes.runner import AttemptRunner
 from redline.store import RUN_COMPLETE, RUN_INTERRUPTED, RUN_RUNNING, BatchWriter, RunRecord, Store
 
 __all__ = [
@@ -59,7 +55,7 @@ __all__ = [
     "StoredAttempts",
     "attempts_to_run",
     "build_probes",
-    "run_shard",
+    "make_executor",
     "scan",
     "selected_probe_names",
 ]
@@ -88,15 +84,14 @@ def get_probe_class(name: str) -> type[Probe]:
 REPLACED_BY_JUDGE = "refusal.Compliance"
 
 #: Seconds a scan's store waits after a transaction before the next one, so that the attempts
-#: finishing meanwhile share it (a quiet scan's attempt, finishing later, is committed at once).
-#: Fewer, larger transactions cost a busy scan's worker much less CPU than one per few attempts
-#: (``bench/bench_store_writer.py``); at most this much is added to the time an attempt waits.
+#: finishing meanwhile share it (a quiet scan's attempt, finishing later, is committed at once):
+#: fewer, larger transactions (``bench/bench_store_writer.py``); at most this much is added to the
+#: time an attempt waits.
 COMMIT_INTERVAL = 0.005
 
 #: A scan's new cache entries are written this many at a time, in key order (see
 #: :class:`~redline.store.BatchWriter`): written a few with each transaction, their random keys
-#: landed on as many pages of the key's index (a scan of 10,000 prompts wrote about 44,000 pages,
-#: 24,000 this way). A kill loses at most this many entries, never an attempt.
+#: land on as many pages of the key's index. A kill loses at most this many entries, never an attempt.
 CACHE_BATCH = 1024
 
 
@@ -215,22 +210,12 @@ def attempt_sources(
     ]
 
 
-def attempts_to_run(
-    sources: list[Source], budget: Budget | None = None, ranges: Iterable[tuple[int, int]] | None = None
-) -> Iterator[tuple[Probe, Attempt]]:
+def attempts_to_run(sources: list[Source], budget: Budget | None = None) -> Iterator[tuple[Probe, Attempt]]:
     """The ``(probe, attempt)`` pairs left to run, lazily, in the run's order: not stored yet, of
-    probes that are measured (no ``skip_reason``, read as the pairs are taken).
-
-    ``ranges``: only those at the positions of each ``(start, stop)`` taken from it in turn
-    (positions of the run's whole order, stored attempts and probes not measured included, so
-    that every worker of a run counts the same positions): the stretches a scan's worker claims
-    as it goes (:class:`~redline.engine.shards.WorkQueue`). With ``budget``, each attempt waits
-    to be admitted; a budget that stops the run ends the pairs."""
-    if ranges is None:
-        stretches: Iterator[tuple[Source, Iterable[Attempt]]] = ((source, source[1]) for source in sources)
-    else:
-        stretches = _stretches(sources, ranges)
-    for (probe, _, done), attempts in stretches:
+    probes that are measured (no ``skip_reason``, read as the pairs are taken). With ``budget``,
+    each attempt waits to be admitted (a pause is yielded meanwhile); a budget that stops the run
+    ends the pairs."""
+    for probe, attempts, done in sources:
         if probe.skip_reason:  # --skip-unavailable: not measured
             continue
         for attempt in attempts:
@@ -240,104 +225,31 @@ def attempts_to_run(
                 if not budget.busy:  # nothing in flight to wait for: the run stops here
                     budget.stop()
                     return
-                yield budget.pause()  # a slot waits until an attempt in flight is done
+                yield budget.pause()  # waits until an attempt in flight is done
             yield probe, attempt
 
 
-def _stretches(sources: list[Source], ranges: Iterable[tuple[int, int]]) -> Iterator[tuple[Source, Iterable[Attempt]]]:
-    """Each source's attempts at the positions of each range of the run's whole order."""
-    lengths = [len(attempts) for _, attempts, _ in sources]  # (a lazy source may count its items)
-    ends = list(itertools.accumulate(lengths))
-    for start, stop in ranges:
-        index = bisect.bisect_right(ends, start)
-        while index < len(sources):
-            source = sources[index]
-            begin = ends[index] - lengths[index]
-            if begin >= stop:
-                break
-            yield source, _between(source[1], max(0, start - begin), stop - begin)
-            index += 1
-
-
-def _between(attempts: AttemptSource, start: int, stop: int) -> Iterable[Attempt]:
-    """The attempts of one probe at positions ``start`` to ``stop - 1``, building only those."""
-    between = getattr(attempts, "between", None)
-    if between is not None:
-        return between(start, stop)
-    if isinstance(attempts, SequenceABC):
-        return attempts[start:stop]
-    return itertools.islice(attempts, start, stop)
-
-
-def make_runner(
+def make_executor(
+    settings: ExecutorConfig,
     config: ScanConfig,
     generator: Generator,
-    writer: BatchWriter,
-    on_done: Callable[[Attempt], Awaitable[None]],
     *,
+    own_generator: bool = True,
     budget: Budget | None = None,
-    concurrency: int | None = None,
-) -> AttemptRunner:
-    """The runner of a scan's phases 2 and 3: ``generator`` answering from the store's cache
-    (unless ``config.cache`` is off) and metered by ``budget``, ``on_done`` for each attempt."""
-    active: Generator = CachedGenerator(generator, writer) if config.cache else generator
-    if budget is not None:  # counts what each request cost
-        budget.bind(RequestShape.of(generator, config.generations))
-        active = MeteredGenerator(active, budget, cached=config.cache)
-    return AttemptRunner(
-        active,
-        config.generations,
-        concurrency if concurrency is not None else config.concurrency,
-        on_done=on_done,
-        keep=False,
-        detector_options=config.detector_options,
-        skip_unavailable=config.skip_unavailable,
-        on_drained=writer.hurry,  # the last attempts are not held for the commit interval
-    )
-
-
-async def run_shard(
-    config: ScanConfig,
-    store: Store,
-    begun: Awaitable[tuple[str, Iterable[tuple[int, int]]]],
-    *,
-    concurrency: int,
-    retry_errors: bool = False,
-    on_commit: Callable[[int], None] | None = None,
-    probes: list[Probe] | None = None,
-) -> None:
-    """Phases 2 and 3 of a worker's part of a run, in this process: the probes (``probes``: those
-    already built from ``config``), generator and detectors built from ``config`` while the run
-    is awaited (``begun``: the scan's process creates the run meanwhile, then gives its id and
-    the ``(start, stop)`` stretches of positions this worker claims as it goes; see
-    :func:`attempts_to_run`), at most ``concurrency`` attempts in flight, committed to
-    ``store``, ``on_commit(n)`` called for each transaction of ``n`` attempts. What a scan's
-    worker process runs (:mod:`redline.engine.shards`); the process that started the scan holds
-    the run's lock and runs phase 4."""
-    if probes is None:
-        probes = build_probes(config)
-    phase1 = [probe.attempt_source() for probe in probes]
-    generator = get_generator(config.model, **config.generator_options)
-    try:
-        generator.preflight()
-        await generator.start()
-        async with BatchWriter(store, interval=COMMIT_INTERVAL, on_commit=on_commit, cache_batch=CACHE_BATCH) as writer:
-            run = ""
-
-            async def on_done(attempt: Attempt) -> None:
-                await writer.save_attempt(run, attempt)  # returns once committed
-
-            runner = make_runner(config, generator, writer, on_done, concurrency=concurrency)
-            try:
-                await runner.start_detectors(probes)
-                run, ranges = await begun
-                sources = attempt_sources(store, run, probes, retry_errors, phase1)
-                await runner.run_all(attempts_to_run(sources, ranges=ranges))
-            finally:
-                await runner.close_detectors()
-    finally:
-        await close_model_pools(probes)
-        await generator.aclose()
+) -> Executor:
+    """The :class:`~redline.engine.executors.Executor` ``settings`` name for a scan of ``config``
+    with ``generator`` (not started; ``own_generator``: built from ``config``, not given by the
+    caller) and ``budget``. Raises :class:`~redline.engine.executors.ExecutorError` for a
+    generator object on Ray (each actor builds its own from the configuration) and
+    :class:`~redline.engine.executors.ExecutorUnavailable` without Ray."""
+    if settings.kind == "local":
+        return InProcessExecutor(config, generator, budget=budget)
+    if not own_generator:
+        raise ExecutorError(
+            "a generator object runs in this process only: with --executor ray each actor builds the model "
+            "from the configuration (give its spec instead)"
+        )
+    return RayExecutor(settings, config, generator, build_probes, budget=budget)
 
 
 #: The generator options a resumed run may take from the process that resumes it: how requests
@@ -402,19 +314,22 @@ async def scan(
     on_run: Callable[[str], None] | None = None,
     executor: ExecutorConfig | None = None,
     budget: Budget | None = None,
-    preforked: Preforked | None = None,
+    on_generator: Callable[[Generator], None] | None = None,
 ) -> str:
     """Run (or, with ``resume=RUN_ID``, continue) a scan; returns the run id.
+
+    ``on_generator`` is called with the model under test once it is built (before it starts), so
+    that a progress display can read its state, such as its rate limiter's
+    (:meth:`~redline.generators.transport.ratelimit.RateLimiter.status`).
 
     ``budget`` (:class:`~redline.engine.budget.Budget`: ``--max-requests``, ``--budget-usd``)
     stops the run cleanly when the next attempt could take it past a limit: finished attempts are
     stored, no phase 4, and the run is marked interrupted with the message ``stopped: budget
     reached (…)`` (``budget.stopped``), to be continued with ``resume``.
 
-    ``executor`` says where phases 2 and 3 run: in this process (the default) or on Ray actors
-    (:mod:`redline.engine.ray_executor`); the store, phase 4 and the summary are the same either way.
-    When phases 2 and 3 run in worker processes (:mod:`redline.engine.shards`), the ``preforked``
-    ones are used first (:func:`redline.engine.shard_worker.prefork`); the caller discards the rest.
+    ``executor`` says where phases 2 and 3 run (:func:`make_executor`):
+    in this process (the default) or on Ray actors; the store, phase 4 and the summary are the
+    same either way, and so is the budget.
 
     With ``resume``, ``config`` is ``None`` or gives only what a resumed run may change: its
     ``concurrency`` and :data:`RESUME_GENERATOR_OPTIONS` in ``generator_options``.
@@ -449,9 +364,9 @@ async def scan(
             progress=progress,
             generator=generator,
             on_run=started,
-            executor=executor or ExecutorConfig(),
+            settings=executor or ExecutorConfig(),
             budget=budget if budget is not None and budget.limited else None,
-            preforked=preforked,
+            on_generator=on_generator,
         )
     finally:
         for run_id in held:
@@ -467,9 +382,9 @@ async def _scan(
     progress: ProgressCallback | None,
     generator: Generator | None,
     on_run: Callable[[str], None],
-    executor: ExecutorConfig,
+    settings: ExecutorConfig,
     budget: Budget | None = None,
-    preforked: Preforked | None = None,
+    on_generator: Callable[[Generator], None] | None = None,
 ) -> str:
     """:func:`scan`, once the store is checked and the lock of ``run`` (a resumed run) is held."""
     records_versions = True
@@ -486,41 +401,27 @@ async def _scan(
         config = stored
     elif config is None:
         raise ScanError("scan needs a configuration or a run to resume")
-    if budget is not None and executor.kind != "local":
-        raise ScanError("--budget-usd and --max-requests apply to the local executor, not to --executor ray")
-    if generator is not None and executor.kind != "local":
-        raise ScanError("a generator object runs in this process only: build it from the configuration on Ray")
 
     own_generator = generator is None
-    if generator is None:
+    if generator is None:  # (on Ray it only names the run: each actor builds its own)
         generator = get_generator(config.model, **config.generator_options)
-    concurrency = config.concurrency or AttemptRunner.default_concurrency(generator)
-    shareable = own_generator and budget is None
-    sharded = ShardExecutor(
-        store_path=str(store.path), concurrency=concurrency, retry_errors=retry_errors, preforked=preforked
-    )
+    if on_generator is not None:
+        on_generator(generator)
+    executor = make_executor(settings, config, generator, own_generator=own_generator, budget=budget)
+    if budget is not None:
+        budget.bind(RequestShape.of(generator, config.generations))
     probes: list[Probe] = []
     try:
         generator.preflight()  # a missing file or package: stop before a run is created
-        # worker processes build the probes, generator and detectors while this one builds the
-        # probes and counts the attempts (a small scan stops them)
-        await sharded.spawn(choose_processes(executor, generator, concurrency, None, shareable=shareable), config)
-        built = preforked.built if preforked is not None else None
-        probes = built[1] if built is not None and built[0] == config_key(config.as_dict()) else build_probes(config)
+        probes = build_probes(config)
         names = [p.name for p in probes]
         if len(set(names)) != len(names):
             raise ScanError("the same probe is selected twice")
         phase1 = [probe.attempt_source() for probe in probes]
         sources = attempt_sources(store, run.run_id, probes, retry_errors, phase1) if run is not None else []
-        to_run = sum(len(a) for a in phase1) - sum(min(len(d), len(a)) for _, a, d in sources)
-        processes = choose_processes(executor, generator, concurrency, to_run, shareable=shareable)
-        await sharded.keep(processes)
         if progress:
             progress("loading", 0, 0)
-        if executor.kind == "local" and not (config.cache and generator.local):
-            # A local model loads on its first cache miss instead: a cached re-run loads nothing.
-            # (On Ray, each actor starts its own generator; this one only names the run.)
-            await generator.start()
+        await executor.prepare()
         if run is None:
             run_id = store.create_run(
                 generator.name,
@@ -545,46 +446,27 @@ async def _scan(
             already = sum(min(len(done), len(attempts)) for _, attempts, done in sources)
             if progress:
                 progress("start", already, total)
-            sharded.begin(run_id, total)
 
             async with BatchWriter(store, interval=COMMIT_INTERVAL, cache_batch=CACHE_BATCH) as writer:
 
                 async def on_done(attempt: Attempt) -> None:
                     if budget is not None:
-                        if is_pause(attempt):
-                            return
                         budget.release(attempt)
                     await writer.save_attempt(run_id, attempt)  # returns once committed
                     if progress:
                         progress("advance", 1, total)
 
-                runner = make_runner(config, generator, writer, on_done, budget=budget)
                 try:
-                    await runner.start_detectors(probes)
+                    await executor.start(probes, writer)
                     skipped = [(len(a), len(d)) for p, a, d in sources if p.skip_reason]
                     if skipped:  # keep the progress total honest
                         total -= sum(count for count, _ in skipped)
                         already -= sum(min(count, done) for count, done in skipped)
                         if progress:
                             progress("start", already, total)
-                    if executor.kind == "ray":  # phases 2 and 3 on Ray actors, streamed back
-                        distributed = RayExecutor(
-                            executor,
-                            config,
-                            build_probes,
-                            cache=dict(store.cache_items()) if config.cache else None,
-                            skipped={p.name: p.skip_reason for p in probes if p.skip_reason},
-                        )
-                        await distributed.run(
-                            attempts_to_run(sources, budget), on_done, writer.cache_put, runner.concurrency
-                        )
-                    elif processes > 1:  # phases 2 and 3 in worker processes, which store their attempts
-                        await sharded.wait(lambda count: progress("advance", count, total) if progress else None)
-                    else:
-                        await runner.run_all(attempts_to_run(sources, budget))  # phases 2 and 3, streamed
+                    await executor.run(attempts_to_run(sources, budget), on_done)  # phases 2 and 3, streamed
                 finally:
-                    await sharded.stop()  # each commits what it finished
-                    await runner.close_detectors()  # an LLM judge's own model
+                    await executor.close()  # an LLM judge's own model, the actors
             sources.clear()
             if budget is not None and budget.stopped:
                 message = budget.stopped  # interrupted: resumable, no phase 4
@@ -604,7 +486,7 @@ async def _scan(
                     "not_measured": probe.skip_reason,
                 }
                 if records_versions:  # which validation may correct the rate (report.summary)
-                    result["detector_versions"] = {d.name: str(d.version) for d in runner.detectors_of(probe.name)}
+                    result["detector_versions"] = executor.detector_versions(probe.name)
                 store.save_probe_result(run_id, probe.name, position, result)
             status, message = RUN_COMPLETE, None
         except BaseException as exc:
@@ -615,8 +497,7 @@ async def _scan(
             store.set_run_status(run_id, status, message)
         return run_id
     finally:
-        await sharded.stop()
-        await sharded.ended()
+        await executor.close()
         await close_model_pools(probes)  # attacker, judge and converter models
         if own_generator:
             await generator.aclose()

@@ -34,8 +34,7 @@ def category_of(notes: Mapping[str, Any]) -> str | None:
     it has none."""
     for key in ("prompt_metadata", "item_metadata"):
         metadata = notes.get(key)
-        # (a dict and a str tested first: what every stored attempt holds, and checking a value
-        # against Mapping is several times slower; phase 4 and the summary read every attempt)
+        # a dict and a str, what every stored attempt holds, are tested by type before the ABC checks
         if type(metadata) is dict or isinstance(metadata, Mapping):
             category = metadata.get("category")
             if type(category) is str:

@@ -34,7 +34,7 @@ from redline.generators.base import Generator, GeneratorError, GeneratorWrapper
 from redline.generators.transport.remote import RemoteGenerator
 from redline.generators.usage import report_model_outputs
 
-__all__ = ["CACHE_SCOPE", "TRANSPORT_SETTINGS", "CacheBackend", "CachedGenerator", "request_keys"]
+__all__ = ["CACHE_SCOPE", "TRANSPORT_SETTINGS", "CacheBackend", "CachedGenerator", "key_text", "request_keys"]
 
 CACHE_SCOPE: ContextVar[str] = ContextVar("redline_cache_scope", default="")
 """Set by the harness for each attempt (its repetition number): part of every cache key."""
@@ -56,6 +56,9 @@ TRANSPORT_SETTINGS = frozenset(
         "n_gpu_layers",
         "delay",
         "api_key_env",
+        "ca_bundle",
+        "client_cert",
+        "client_key",
     }
 )
 """Settings that change how a request travels, not what the model answers."""
@@ -75,40 +78,9 @@ def _identity(generator: Generator) -> dict:
 
 
 def request_keys(identity: str, conversation: Conversation, n: int, scope: str = "") -> list[str]:
-    """The cache key of each of the ``n`` outputs of ``conversation`` (``identity`` is the JSON
-    of the generator's name and answer-changing settings)."""
-    prefix = _plain_prefix(identity, conversation, scope)
-    if prefix is None:
-        prefix = _prefix(identity, conversation, scope)
-    return [hashlib.sha256(f"{prefix}|{i}".encode()).hexdigest() for i in range(n)]
-
-
-def _plain_prefix(identity: str, conversation: Conversation, scope: str) -> str | None:
-    """:func:`_prefix` of a conversation without tools or tool calls, written out directly (the
-    same text ``json.dumps`` gives, several times faster: every request of a scan computes it);
-    ``None`` for any other conversation."""
-    if conversation.tools or not isinstance(identity, str) or not isinstance(scope, str):
-        return None
-    entries = []
-    for t in conversation.turns:
-        message = t.content
-        if message.tool_calls or not isinstance(t.role, str):
-            return None
-        text, where = message.text, message.data_checksum or message.data_path
-        if not (text is None or type(text) is str) or not (where is None or type(where) is str):
-            return None
-        entries.append(
-            f"[{_string(t.role)}, {'null' if text is None else _string(text)}, "
-            f"{'null' if where is None else _string(where)}]"
-        )
-    return f"[{_string(identity)}, [{', '.join(entries)}], {_string(scope)}]"
-
-
-_string = json.encoder.encode_basestring_ascii
-
-
-def _prefix(identity: str, conversation: Conversation, scope: str) -> str:
-    """The JSON of everything a key covers but the generation index."""
+    """The cache key of each of the ``n`` outputs of ``conversation``: the SHA-256 of the
+    :func:`key_text` of the request and the output's index. ``identity`` is the :func:`key_text`
+    of the generator's name and answer-changing settings."""
     turns: list[list[Any]] = []
     for t in conversation.turns:
         entry: list[Any] = [t.role, t.content.text, t.content.data_checksum or t.content.data_path]
@@ -118,7 +90,14 @@ def _prefix(identity: str, conversation: Conversation, scope: str) -> str:
     parts: list[Any] = [identity, turns, scope]
     if conversation.tools:  # the tools offered change the answer (keys without tools are as before)
         parts.append([tool.as_dict() for tool in conversation.tools])
-    return json.dumps(parts, sort_keys=True, default=str)
+    prefix = key_text(parts)
+    return [hashlib.sha256(f"{prefix}|{i}".encode()).hexdigest() for i in range(n)]
+
+
+def key_text(value: Any) -> str:
+    """The JSON text a cache key is computed from: :func:`json.dumps` with sorted keys (the keys
+    of stores written by earlier versions depend on this exact text)."""
+    return json.dumps(value, sort_keys=True, default=str)
 
 
 class CachedGenerator(GeneratorWrapper):
@@ -156,7 +135,7 @@ class CachedGenerator(GeneratorWrapper):
 
     async def generate(self, conversation: Conversation, n: int = 1) -> list[Message | None]:
         if self._identity is None:
-            self._identity = json.dumps(_identity(self.inner), sort_keys=True, default=str)
+            self._identity = key_text(_identity(self.inner))
         keys = request_keys(self._identity, conversation, n, CACHE_SCOPE.get())
         outputs: list[Message | None] = [None] * n
         missing: list[int] = []

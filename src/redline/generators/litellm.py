@@ -74,7 +74,18 @@ class LiteLLMGenerator(RemoteGenerator):
         self.extra: dict[str, Any] = dict(self.option_values["extra_body"] or {})
         self._litellm: Any = None
 
+    def preflight(self) -> None:
+        """Refuse the TLS options: LiteLLM's providers make their own connections, which these
+        files would not reach (set ``SSL_CERT_FILE`` for a CA bundle LiteLLM reads)."""
+        given = [name for name in ("ca_bundle", "client_cert", "client_key") if getattr(self, name)]
+        if given:
+            raise GeneratorUnavailable(
+                f"{self.name}: generator option {', '.join(given)} is not passed on to LiteLLM; "
+                "use an openai: generator with --base-url for a custom CA or a client certificate"
+            )
+
     async def start(self) -> None:
+        self.preflight()
         if self._litellm is not None:
             return
         if not self.model:

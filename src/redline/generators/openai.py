@@ -24,7 +24,9 @@ Options (all generators built on :class:`HTTPGenerator`):
   ``Retry-After`` honoured, default 120);
 * ``concurrency`` (requests in flight to the endpoint; default: no limit of its own, the harness's
   ``--concurrency`` bounds the attempts in flight), ``rpm`` and ``tpm`` (client-side requests and
-  tokens per minute, see :mod:`redline.generators.transport.ratelimit`).
+  tokens per minute, see :mod:`redline.generators.transport.ratelimit`);
+* ``ca_bundle`` (a PEM file of CAs trusted besides the system's), ``client_cert`` and ``client_key``
+  (PEM files of a client certificate, for mutual TLS); certificates are always checked.
 
 Faults: a 408/409/425/429 or 5xx answer, a timeout and a dropped connection are retried with
 exponential backoff and full jitter, or after the server's ``Retry-After`` (``retry-after-ms``,

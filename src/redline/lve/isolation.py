@@ -7,8 +7,8 @@ An LVE's checker is code from a shared repository: a lambda in ``test.json`` or,
 * **One worker per LVE.** A worker process serves the checker of one LVE only and is never
   handed to another, so nothing a checker does to its interpreter (rebinding ``re.search``,
   filling memory, patching a module) is seen by another LVE's verdicts. Workers are forked from a
-  clean server process (``forkserver``), which costs milliseconds, and reused for every call of
-  their LVE: a pool, not a process per call.
+  clean server process (``forkserver``) and reused for every call of their LVE: a pool, not a
+  process per call.
 * **OS limits.** Each worker's address space is limited (``memory_mb`` above what it starts
   with), each call's CPU time (``cpu_seconds``) and its wall-clock time (``timeout``); the
   reply's size is bounded. Its standard output and error go to ``/dev/null``, so a ``print()``

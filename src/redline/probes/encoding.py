@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import ClassVar
 
-from redline.encodings import b32_encode, b64_encode, hex_encode, morse_encode, rot13, tags_encode
 from redline.probes.base import Probe, ProbeItem, Prompt
 from redline.probes.markers import MARKERS
+from redline.text_encodings import b32_encode, b64_encode, hex_encode, morse_encode, rot13, tags_encode
 
 __all__ = [
     "ENCODERS",

@@ -1,4 +1,4 @@
-"""Jailbreaks: the harmful requests of :mod:`redline.probes.harmful`, wrapped in attack templates.
+"""Jailbreaks: the harmful requests of :mod:`redline.probes.harmful.requests`, wrapped in attack templates.
 
 Each probe has one item per request (24 by default); request ``i`` gets template
 ``i % len(templates)``, so every template is used and the subset kept by ``--sample`` is seeded.
@@ -21,7 +21,7 @@ from typing import Any, ClassVar
 from redline.datasets import DatasetError
 from redline.probes.base import Prompt
 from redline.probes.dataset import RequestProbe, fill
-from redline.probes.harmful import REQUESTS
+from redline.probes.harmful.requests import REQUESTS
 
 __all__ = [
     "SHOTS",

@@ -35,8 +35,7 @@ MIN_WAITING = 256
 def waiting_bound(concurrency: int) -> int:
     """How many scored attempts :meth:`AttemptRunner.run_all` lets wait in ``on_done`` at a time
     with ``concurrency`` attempts in flight: enough that a store committing a transaction every
-    few milliseconds (:data:`redline.engine.pipeline.COMMIT_INTERVAL`) never holds back the next
-    request, few enough that the attempts held stay a small, fixed amount of memory."""
+    :data:`redline.engine.pipeline.COMMIT_INTERVAL` never holds back the next request, few enough that the attempts held stay a small, fixed amount of memory."""
     return max(MIN_WAITING, WAITING_PER_SLOT * concurrency)
 
 

@@ -14,7 +14,7 @@ Outputs that already have a label in the store are skipped.
 
 1. outputs on which the judges of an ensemble disagree (members' scores on both sides of 0.5,
    read from the ``ensemble:NAME`` entries of ``detector_results`` by
-   :func:`redline.detectors.judges.disagreement`): the likeliest errors;
+   :func:`redline.detectors.specs.disagreement`): the likeliest errors;
 2. then judge hits and judge passes taken in turn (hit, pass, hit, …; when outputs of the run
    are already labelled, the stratum with fewer labels comes next), so both get reviews early:
    the correction of a probe's rate needs the precision of its hits and of its passes.
@@ -44,7 +44,7 @@ from typing import Any
 
 from redline.attempt import Attempt
 from redline.datasets import MAX_DATASET_BYTES, MAX_VALUE_BYTES
-from redline.detectors.judges import disagreement
+from redline.detectors.specs import disagreement
 from redline.evaluation import FAIL, PASS
 from redline.report.errors import ReportError
 from redline.report.exports import csv_safe

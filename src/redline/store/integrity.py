@@ -5,11 +5,8 @@ a scan runs before it writes.
 while a statement runs or its rows are read (``database disk image is malformed``, ``file is not
 a database``, ``database is locked``, a read-only file...) becomes a :class:`StoreError` naming
 the store file and, for a damaged file, what to do. :func:`check_integrity` runs
-``PRAGMA quick_check`` (it reads every page and checks the b-trees, without the slower
-index-to-table cross-check of ``integrity_check``). Its cost is one read of the file: measured
-about 25 ms for a store of 5,000 attempts (19 MB) and 130 ms for 50,000 (200 MB) when the file
-is in the page cache, 0.4 s and 3.5 s when it must come from disk — once per scan, before it
-starts.
+``PRAGMA quick_check`` (it reads every page and checks the b-trees, without the
+index-to-table cross-check of ``integrity_check``), once per scan, before it starts.
 """
 
 from __future__ import annotations
@@ -60,8 +57,8 @@ def _action(sql: str) -> str:
 
 class _guarded:  # noqa: N801 - used as a function: ``with _guarded(path, action):``
     """Turn a ``sqlite3`` error raised inside into :func:`store_error`'s one line (misuse,
-    ``ProgrammingError``, is a bug and is left as it is). A class, not a ``@contextmanager``: every
-    store read and write passes here, and a generator-based one costs more than the read."""
+    ``ProgrammingError``, is a bug and is left as it is). A class with ``__slots__`` rather than a
+    generator-based ``@contextmanager``: every store read and write passes through it."""
 
     __slots__ = ("action", "path")
 

@@ -311,8 +311,10 @@ class Store:
     # -- attempts --------------------------------------------------------------------------------
     @staticmethod
     def attempt_row(run_id: str, attempt: Attempt) -> tuple:
-        """The ``attempts`` row of ``attempt`` (serialised now: later changes are not seen).
-        ``failed`` counts its outputs judged :data:`~redline.evaluation.FAIL`."""
+        """The ``attempts`` row of ``attempt`` (serialised now: later changes are not seen): its
+        :meth:`~redline.attempt.Attempt.as_dict` as JSON, and the JSON of its notes in a column of
+        their own. ``failed`` counts its outputs judged :data:`~redline.evaluation.FAIL`."""
+        value = attempt.as_dict()
         evaluation = attempt.notes.get("evaluation", [])
         failed = sum(1 for e in evaluation if e == FAIL)
         errored = 1 if attempt.notes.get("error") else 0
@@ -324,9 +326,9 @@ class Store:
             len(attempt.outputs),
             failed,
             errored,
-            attempt.as_json(),
+            jsonio.dumps(value),
             time.time(),
-            attempt.notes_json(),
+            jsonio.dumps(value["notes"]),
         )
 
     def save_attempt(self, run_id: str, attempt: Attempt) -> None:
@@ -363,16 +365,11 @@ class Store:
         return {row[0] for row in self._db.execute(query, (run_id, probe))}
 
     def iter_attempts(self, run_id: str, probe: str | None = None, errored: bool | None = None) -> Iterator[Attempt]:
-        """Stored attempts in (probe, seq) order: their notes read at once, the rest when first
-        used (:meth:`Attempt.from_stored`; a row written before notes were kept apart is read
-        whole, with :meth:`Attempt.from_dict`)."""
+        """Stored attempts in (probe, seq) order."""
         where, args = _attempt_filter(run_id, probe, errored)
-        query = f"SELECT data, notes FROM attempts WHERE {where} ORDER BY probe, seq"
-        for data, notes in self._db.execute(query, args):
-            if notes is None:
-                yield Attempt.from_dict(jsonio.loads(data), owned=True)
-            else:
-                yield Attempt.from_stored(data, notes)
+        query = f"SELECT data FROM attempts WHERE {where} ORDER BY probe, seq"
+        for (data,) in self._db.execute(query, args):
+            yield Attempt.from_dict(jsonio.loads(data))
 
     def iter_attempt_notes(self, run_id: str, probe: str | None = None, errored: bool | None = None) -> Iterator[dict]:
         """The notes of the stored attempts (``notes`` of :meth:`Attempt.as_dict`), in (probe,
@@ -396,7 +393,7 @@ class Store:
         row = self._db.execute(
             "SELECT data FROM attempts WHERE run_id = ? AND probe = ? AND seq = ?", (run_id, probe, seq)
         ).fetchone()
-        return Attempt.from_dict(jsonio.loads(row[0]), owned=True) if row else None
+        return Attempt.from_dict(jsonio.loads(row[0])) if row else None
 
     def attempt_counts(self, run_id: str) -> dict[str, AttemptCounts]:
         """Per probe with stored attempts: attempts, outputs, failed outputs and errored attempts

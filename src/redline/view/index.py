@@ -3,12 +3,10 @@ from the attempt's JSON in one pass over the store (:func:`read_entries`), holdi
 filters and the list need: outcome, verdicts, the detectors that scored it, whether its ensemble
 judges disagree, its text for the search, the start of its prompt.
 
-Reading 10,000 attempts' JSON takes a few tenths of a second; filtering 10,000 entries a few
-milliseconds. :class:`IndexCache` keeps the entries of the runs read last that are not running,
-within a memory budget: such a run's attempts no longer change (a resumed run is running again,
-and its update time changes when it starts and when it ends), so the entries are keyed by the
-run's status, update time and attempt count, and a run being scanned is read afresh on every
-page. Labels are not in the index: the page reads them on every request.
+:class:`IndexCache` keeps the entries of the runs read last that are not running, within a
+memory budget: such a run's attempts no longer change (a resumed run is running again, and its
+update time changes when it starts and when it ends), so the entries are keyed by the run's
+status, update time and attempt count, and a run being scanned is read afresh on every page. Labels are not in the index: the page reads them on every request.
 
 An attempt's *outcome* is one word: ``error`` when its generation failed, else ``fail`` when an
 output was judged a hit, else ``pass`` when one was judged pass, else ``undetected``; a bias
@@ -27,7 +25,7 @@ from typing import Any
 
 from redline.attempt import Attempt
 from redline.detectors import ENSEMBLE_PREFIX
-from redline.detectors.judges import disagreement
+from redline.detectors.specs import disagreement
 from redline.evaluation import FAIL, PASS, UNDETECTED
 from redline.store import RUN_RUNNING, RunRecord, Store
 
@@ -71,7 +69,7 @@ class IndexEntry:
 
 class _Scores:
     """An attempt holding only detector results, reused for every entry, for
-    :func:`~redline.detectors.judges.disagreement` (which reads nothing else)."""
+    :func:`~redline.detectors.specs.disagreement` (which reads nothing else)."""
 
     def __init__(self) -> None:
         self.attempt = Attempt()

@@ -1,6 +1,6 @@
 """The retry policy shared by the HTTP generators and LiteLLM: transient failures are tried
-again up to max_retries, Retry-After is honoured (capped) and pauses the generator on a rate
-limit, other errors end the request at once, and retries are counted."""
+again up to max_retries, Retry-After is honoured (capped), the rate limiter hears of every answer
+and every refusal for the rate, other errors end the request at once, and retries are counted."""
 
 from __future__ import annotations
 
@@ -21,13 +21,18 @@ class Limiter:
 
     def __init__(self) -> None:
         self.acquired: list[int] = []
-        self.paused: list[float] = []
+        self.answers: list[float] = []
+        self.refusals: list[tuple[float, float | None]] = []
 
-    async def acquire(self, tokens: int = 0) -> None:
+    async def acquire(self, tokens: int = 0) -> float:
         self.acquired.append(tokens)
+        return float(len(self.acquired))  # the "time" each try left
 
-    def pause(self, seconds: float) -> None:
-        self.paused.append(seconds)
+    def answered(self, sent_at: float) -> None:
+        self.answers.append(sent_at)
+
+    def refused(self, sent_at: float, retry_after: float | None = None) -> None:
+        self.refusals.append((sent_at, retry_after))
 
 
 def script(*steps):
@@ -67,12 +72,19 @@ async def test_other_errors_end_the_request_at_once():
         assert tries == [0]
 
 
-async def test_a_rate_limit_pauses_the_generator_for_the_capped_wait():
-    policy = RetryPolicy(max_retries=2, backoff_base=0.0, backoff_cap=0.0, max_retry_after=0.0)
-    attempt, _ = script(TransientFailure("429", retry_after=3600, throttled=True), TransientFailure("503", 5), "ok")
+async def test_the_limiter_hears_of_each_refusal_for_the_rate_with_the_capped_wait_and_of_the_answer():
+    policy = RetryPolicy(max_retries=3, backoff_base=0.0, backoff_cap=0.0, max_retry_after=0.0)
+    attempt, _ = script(
+        TransientFailure("429", retry_after=3600, throttled=True),
+        TransientFailure("503", 5),
+        TransientFailure("429", throttled=True),
+        "ok",
+    )
     limiter = Limiter()
     assert await policy.call(attempt, limiter) == "ok"
-    assert limiter.paused == [0.0]  # capped by max_retry_after; a 503's Retry-After pauses nothing
+    # each with the time its try left; capped by max_retry_after; a 503 is no refusal for the rate
+    assert limiter.refusals == [(1.0, 0.0), (3.0, None)]
+    assert limiter.answers == [4.0]
 
 
 def test_delays_honour_retry_after_up_to_the_cap_and_back_off_with_jitter():
@@ -99,7 +111,7 @@ class RateLimitError(Exception):
         self.response = types.SimpleNamespace(headers=headers)
 
 
-async def test_litellm_counts_retries_and_pauses_on_its_rate_limit(monkeypatch):
+async def test_litellm_counts_retries_and_tells_the_limiter_of_its_rate_limit(monkeypatch):
     calls = []
 
     async def acompletion(**kwargs):
@@ -110,9 +122,9 @@ async def test_litellm_counts_retries_and_pauses_on_its_rate_limit(monkeypatch):
 
     monkeypatch.setitem(sys.modules, "litellm", types.SimpleNamespace(acompletion=acompletion))
     gen = get_generator("litellm:p/m", max_retries=2, max_retry_after=0.01, backoff_base=0)
-    paused = []
-    monkeypatch.setattr(gen.limiter, "pause", paused.append)
+    refused = []
+    monkeypatch.setattr(gen.limiter, "refused", lambda sent_at, wait: refused.append(wait))
     (out,) = await gen.generate(conv(), 1)
     assert out.text == "fine" and len(calls) == 3 and gen.retries == 2
-    assert paused == [0.01, 0.01]  # the server's hour, capped by max_retry_after
+    assert refused == [0.01, 0.01]  # the server's hour, capped by max_retry_after
     assert gen.retry_policy == RetryPolicy(2, 0.0, 30.0, 0.01)

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import ClassVar
 
 from redline.attacks.converters.base import Converter, ConverterError
-from redline.encodings import (
+from redline.text_encodings import (
     MORSE,
     b32_decode,
     b32_encode,
@@ -58,7 +58,7 @@ class EncodingConverter(Converter):
     def bare(self) -> bool:
         return self.arg == "bare"
 
-    #: ``(encode, decode)``, from :mod:`redline.encodings`.
+    #: ``(encode, decode)``, from :mod:`redline.text_encodings`.
     codec: ClassVar[tuple[Callable[[str], str], Callable[[str], str]]]
 
     def encode(self, text: str) -> str:

@@ -23,7 +23,7 @@ strategies = PluginRegistry(
     "redline.strategies",
     {
         "escalation": "redline.attacks.strategies.escalation:Escalation",
-        "refine": "redline.attacks.strategies.refinement:Refinement",
+        "refine": "redline.attacks.strategies.refine:Refinement",
         "crescendo": "redline.attacks.strategies.crescendo:Crescendo",
         "pair": "redline.attacks.strategies.pair:Pair",
         "tap": "redline.attacks.strategies.tap:Tap",

@@ -1,28 +1,28 @@
 """The HTTP client every remote generator shares: :class:`HTTPGenerator`.
 
-One pooled keep-alive client per generator (:class:`~redline.generators.transport.wire.WireClient`,
-or aiohttp through a proxy); a per-request timeout; retries with
+One :class:`aiohttp.ClientSession` per generator (a keep-alive pool, imported when the generator
+starts so that ``redline --help`` stays light); a per-request timeout; retries with
 exponential backoff and full jitter on 408/409/425/429, 5xx, timeouts, dropped connections and
 malformed 2xx answers (not JSON, or without the fields the backend reads: :class:`MalformedResponse`),
-honouring the server's ``Retry-After`` (which also pauses the generator's other requests);
-client-side rate limits (``rpm``, ``tpm``) and an optional cap on requests in flight. After
+honouring the server's ``Retry-After`` for the request it refused; client-side rate limits
+(``rpm``, ``tpm``) and the pace learned from the provider's 429s and ``x-ratelimit-*`` headers
+(:mod:`.ratelimit`); an optional cap on requests in flight. After
 ``max_retries`` a request raises :class:`GeneratorError` (the attempt is recorded as errored, the
-run goes on), as does an error object in a 2xx answer, at once. A refused key (401/403), an unknown path or model (404)
-and an endpoint nobody answers at raise :class:`GeneratorUnavailable` (the run stops and can be
-resumed). Every message it raises is masked: it never holds the key, a ``${VAR}`` value or the
-password of a ``user:password@`` in ``base_url``, and every output is masked the same way
-(:meth:`RemoteGenerator.generate`): an endpoint that echoes the request cannot put a secret into
-an output, the cache or a report. The stored settings hold ``base_url`` with its password
-replaced by ``***``.
+run goes on), as does an error object in a 2xx answer, at once. A refused key (401/403), an unknown path or model (404),
+an endpoint nobody answers at and a TLS certificate or handshake that fails raise
+:class:`GeneratorUnavailable` (the run stops and can be resumed). Every message it raises is
+masked: it never holds the key, a ``${VAR}`` value or the password of a ``user:password@`` in
+``base_url``, and every output is masked the same way (:meth:`RemoteGenerator.generate`): an
+endpoint that echoes the request cannot put a secret into an output, the cache or a report. The
+stored settings hold ``base_url`` with its password replaced by ``***``.
 
-The client was chosen on measurement (``bench/bench_throughput.py``, a local 0 ms server): httpx
-spent more CPU per request than the rest of a scan (a bare aiohttp loop answered about ten times
-as many requests per second), and aiohttp itself still costs about 100 µs of CPU per request, so
-requests go through redline's own HTTP/1.1 client on :class:`asyncio.Protocol` (:mod:`.wire`),
-which does only what these requests need and answers two to three times as many requests per
-second as a bare aiohttp loop. Proxies are read from the environment (``HTTPS_PROXY``,
-``HTTP_PROXY``, ``ALL_PROXY``, ``NO_PROXY``) as httpx did; a request that goes through one is sent
-with aiohttp, which is imported only then (``redline --help`` stays fast).
+TLS: certificates and host names are checked against the system's store
+(:func:`ssl.create_default_context`), plus the CA file of the ``ca_bundle`` option; ``client_cert``
+and ``client_key`` give a client certificate (mutual TLS). Nothing turns the check off.
+
+Proxies come from the environment (``HTTPS_PROXY``, ``HTTP_PROXY``, ``ALL_PROXY``, ``NO_PROXY``,
+either case), looked up once per scheme and host. aiohttp's own ``trust_env`` is not used: it also
+reads ``~/.netrc``, whose credentials aiohttp refuses to send next to the key's bearer header.
 """
 
 from __future__ import annotations
@@ -30,12 +30,12 @@ from __future__ import annotations
 import asyncio
 import base64
 import os
-import sys
+import re
 import urllib.parse
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import Any, ClassVar
 
-from redline import jsonio
+from redline import __version__, jsonio
 from redline.generators.base import GeneratorError, GeneratorUnavailable
 from redline.generators.options import GeneratorOption
 from redline.generators.transport.remote import RemoteGenerator
@@ -46,21 +46,29 @@ from redline.generators.transport.retry import (
     parse_retry_after,
 )
 from redline.generators.transport.secrets import env_references, expand_env, header_safe, mask_url
-from redline.generators.transport.wire import (
-    WireClient,
-    WireConnectError,
-    WireConnectTimeout,
-    WireDropped,
-    WireError,
-    WireInvalidURL,
-    WireProtocolError,
-)
 
-__all__ = ["HTTPGenerator"]
+__all__ = ["MAX_BODY_BYTES", "HTTPGenerator"]
+
+MAX_BODY_BYTES = 64 * 2**20
+"""The largest answer body read from an endpoint; a larger one fails its request only."""
+
+#: Words of an OpenSSL alert by which a server refuses the client's certificate (or its absence)
+#: after the handshake: not worth another try.
+_TLS_REFUSALS = ("CERTIFICATE", "UNKNOWN_CA", "ACCESS_DENIED")
+
+_CA_HINT = ": set the generator option ca_bundle to the PEM file of the CA that signed it"
+#: What to do about a server certificate refused, by OpenSSL's verify code.
+_CERTIFICATE_HINTS = {
+    18: _CA_HINT,  # self-signed certificate
+    19: _CA_HINT,  # self-signed certificate in the chain
+    20: _CA_HINT,  # unable to get the local issuer certificate
+    21: _CA_HINT,  # unable to verify the first certificate
+    62: ": --base-url must name a host the certificate is for",  # host name mismatch
+}
 
 
 class HTTPGenerator(RemoteGenerator):
-    """Base of the generators that call a model over HTTP: one pooled async client, retries with
+    """Base of the generators that call a model over HTTP: one aiohttp session, retries with
     backoff and ``Retry-After`` (:attr:`retry_policy`), a per-request timeout, optional rate limits
     and concurrency cap. Takes the options of :class:`RemoteGenerator` and ``headers``.
 
@@ -89,12 +97,10 @@ class HTTPGenerator(RemoteGenerator):
         headers = self.option_values["headers"] or {}
         #: Extra headers as given: ``${VAR}`` references are expanded when the client is created.
         self.header_templates = {str(k): str(v) for k, v in headers.items()}
-        self._client: WireClient | None = None
-        self._session: Any = None  # an aiohttp.ClientSession, for requests through a proxy
+        self._session: Any = None  # an aiohttp.ClientSession once started
         self._default_headers: dict[str, str] = {}
         self._start_lock: asyncio.Lock | None = None
         self._proxies: dict[tuple[str, str], str | None] = {}
-        self._url_proxies: dict[str, str | None] = {}
         self._targets: dict[str, tuple[str, dict[str, str] | None]] = {}
         #: HTTP requests sent (with :attr:`retries`, for the summary of a benchmark or a test).
         self.requests_sent = 0
@@ -168,72 +174,106 @@ class HTTPGenerator(RemoteGenerator):
             raise GeneratorUnavailable(message) from None
 
     async def _start(self) -> None:
-        if self._client is not None:
+        if self._session is not None:
             return
         if self._start_lock is None:
             self._start_lock = asyncio.Lock()
         async with self._start_lock:
-            if self._client is not None:
+            if self._session is not None:
                 return
             self._check_options()
-            self._default_headers = {"content-type": "application/json", **self._headers()}
+            context = self._ssl_context()
+            self._default_headers = {
+                "content-type": "application/json",
+                "user-agent": f"redline/{__version__}",
+                **self._headers(),
+            }
+            import aiohttp  # heavy: imported when the first generator starts
+
             # The cap on connections is the cap on requests in flight (none: the harness's
-            # --concurrency bounds them); the timeout is per request, counted when its turn comes.
-            client = WireClient(self.concurrency or None, headers=self._default_headers)
-            try:
-                await self._check_reachable(client)
-            except BaseException:
-                await client.aclose()
-                await self._close_session()
-                raise
-            self._client = client
-
-    def _proxy_session(self) -> Any:
-        """The aiohttp session for requests that go through a proxy, created on first use."""
-        if self._session is None:
-            import aiohttp  # heavy: imported only when a proxy is used
-
-            connector = aiohttp.TCPConnector(limit=self.concurrency or 0, keepalive_timeout=30.0)
-            self._session = aiohttp.ClientSession(
-                connector=connector,
+            # --concurrency bounds them); the timeout is per request.
+            session = aiohttp.ClientSession(
+                connector=aiohttp.TCPConnector(limit=self.concurrency or 0, ssl=context),
                 headers=self._default_headers,
                 timeout=aiohttp.ClientTimeout(total=self.timeout),
+                trust_env=False,  # proxies: _proxy (trust_env would also send ~/.netrc credentials)
             )
-        return self._session
+            try:
+                await self._check_reachable(session)
+            except BaseException:
+                await session.close()
+                raise
+            self._session = session
 
-    async def _close_session(self) -> None:
-        session, self._session = self._session, None
-        if session is not None:
-            await session.close()
+    def _ssl_context(self) -> Any:
+        """The TLS context of every https request: the system's CA store with host names checked,
+        plus the ``ca_bundle`` option's CAs and the ``client_cert`` / ``client_key`` pair.
+        :class:`GeneratorUnavailable` names the option and the file that cannot be used."""
+        import ssl
+
+        if self.client_key and not self.client_cert:
+            raise GeneratorUnavailable(f"{self.family}: generator option client_key needs client_cert as well")
+        paths: dict[str, str] = {}
+        for option in ("ca_bundle", "client_cert", "client_key"):
+            given = getattr(self, option)
+            if not given:
+                continue
+            path = os.path.expanduser(given)
+            try:
+                with open(path, "rb"):
+                    pass
+            except OSError as exc:
+                raise GeneratorUnavailable(
+                    f"{self.family}: generator option {option}: cannot read {given}: {exc.strerror or exc}"
+                ) from None
+            paths[option] = path
+        context = ssl.create_default_context()
+        if "ca_bundle" in paths:
+            try:
+                context.load_verify_locations(cafile=paths["ca_bundle"])
+            except (OSError, ValueError) as exc:  # ssl.SSLError is an OSError
+                raise GeneratorUnavailable(
+                    f"{self.family}: generator option ca_bundle: {self.ca_bundle} holds no PEM CA certificate "
+                    f"({_ssl_reason(exc)})"
+                ) from None
+        if "client_cert" in paths:
+            try:
+                context.load_cert_chain(paths["client_cert"], paths.get("client_key"), password=_no_password)
+            except _EncryptedKey:
+                raise GeneratorUnavailable(
+                    f"{self.family}: generator option client_key: the key of {self.client_key or self.client_cert} "
+                    "is encrypted: give it without a passphrase"
+                ) from None
+            except (OSError, ValueError) as exc:
+                files = f"{self.client_cert}" + (f" and {self.client_key}" if self.client_key else "")
+                raise GeneratorUnavailable(
+                    f"{self.family}: generator options client_cert/client_key: {files} are not a PEM certificate "
+                    f"and its key ({_ssl_reason(exc)})"
+                ) from None
+        return context
 
     def _proxy(self, url: str) -> str | None:
         """The proxy the environment names for ``url`` (``HTTPS_PROXY``, ``HTTP_PROXY``,
-        ``ALL_PROXY``, in either case), unless ``NO_PROXY`` exempts its host; read once per scheme
-        and host (aiohttp's own ``trust_env`` reads the environment in a thread for every request,
-        which costs more than the request)."""
-        if url in self._url_proxies:  # (every request of a scan is sent to one URL)
-            return self._url_proxies[url]
+        ``ALL_PROXY``, in either case), unless ``NO_PROXY`` exempts its host; looked up once per
+        scheme and host."""
         parts = urllib.parse.urlsplit(url)
         key = (parts.scheme, parts.hostname or "")
         if key not in self._proxies:
-            proxy = None
-            # urllib.request (with http.client and email, 10 ms) is loaded only when a variable
-            # ending in _proxy is set: without one, it finds no proxy
-            if any(name[-6:].lower() == "_proxy" for name in os.environ):
-                from urllib.request import getproxies_environment, proxy_bypass_environment  # type: ignore[attr-defined]
+            from urllib.request import getproxies_environment, proxy_bypass_environment  # type: ignore[attr-defined]
 
-                if not proxy_bypass_environment(key[1]):
-                    found = getproxies_environment()
-                    proxy = found.get(key[0]) or found.get("all") or None
-            self._proxies[key] = proxy
-        if len(self._url_proxies) < 64:  # a generator sends to one or two URLs
-            self._url_proxies[url] = self._proxies[key]
+            proxy = None
+            if not proxy_bypass_environment(key[1]):
+                found = getproxies_environment()
+                proxy = found.get(key[0]) or found.get("all") or None
+            if len(self._proxies) < 64:  # a generator sends to one or two hosts
+                self._proxies[key] = proxy
+            return proxy
         return self._proxies[key]
 
     def _target(self, url: str) -> tuple[str, dict[str, str] | None]:
         """``url`` without a ``user:password@``, and the ``Authorization: Basic`` header that
-        carries it instead (``None`` when there is none). As with httpx before, URL credentials
-        take the place of the key's bearer header (aiohttp refuses a request that has both)."""
+        carries it instead (``None`` when there is none): URL credentials take the place of the
+        key's bearer header."""
         found = self._targets.get(url)
         if found is not None:
             return found
@@ -252,11 +292,13 @@ class HTTPGenerator(RemoteGenerator):
     def _unreachable_hint(self) -> str:
         return "check --base-url"
 
-    async def _check_reachable(self, client: WireClient) -> None:
-        """Fail fast on an endpoint nobody answers at. Any HTTP answer (even 404) is fine. The probe
-        goes the way the requests will: through ``client``, or through aiohttp when a proxy applies."""
+    async def _check_reachable(self, session: Any) -> None:
+        """Fail fast on an endpoint nobody answers at, or whose TLS fails. Any HTTP answer (even
+        404) is fine."""
         if self.probe_path is None:
             return
+        import aiohttp
+
         url = self.base_url + self.probe_path
         try:
             target, auth = self._target(url)
@@ -265,55 +307,63 @@ class HTTPGenerator(RemoteGenerator):
             raise GeneratorUnavailable(
                 f"{self.family}: base_url is not a usable URL ({url}: {exc}): check --base-url"
             ) from None
-        if proxy is not None:
-            return await self._check_reachable_via_proxy(target, auth, proxy)
-        timeout = min(self.timeout, 10.0)
-        for attempt in range(3):
-            try:
-                await client.request("GET", target, b"", auth, timeout)
-                return
-            except WireInvalidURL as exc:  # e.g. a control character or a bad port in --base-url
-                raise GeneratorUnavailable(
-                    f"{self.family}: base_url is not a usable URL ({exc}): check --base-url"
-                ) from None
-            except (WireConnectError, WireConnectTimeout) as exc:  # refused, or no answer
-                if attempt == 2:
-                    raise GeneratorUnavailable(
-                        f"cannot reach {self.base_url}: {_reason(exc)} ({self._unreachable_hint()})"
-                    ) from None
-                await asyncio.sleep(0.2 * (attempt + 1))
-            except (TimeoutError, WireError, ValueError):
-                return  # someone answered (or hangs): the requests themselves will say more
-
-    async def _check_reachable_via_proxy(self, target: str, auth: dict[str, str] | None, proxy: str) -> None:
-        """:meth:`_check_reachable` through a proxy, with aiohttp."""
-        import aiohttp  # heavy: imported only when a proxy is used
-
-        session = self._proxy_session()
         timeout = aiohttp.ClientTimeout(total=min(self.timeout, 10.0))
         for attempt in range(3):
             try:
                 async with session.get(target, headers=auth, timeout=timeout, proxy=proxy) as response:
                     await response.read()
                 return
-            except aiohttp.InvalidURL as exc:  # e.g. a control character in --base-url
+            except aiohttp.InvalidURL as exc:  # e.g. a control character or a bad port in --base-url
                 raise GeneratorUnavailable(
                     f"{self.family}: base_url is not a usable URL ({exc}): check --base-url"
                 ) from None
             except (aiohttp.ClientConnectorError, aiohttp.ConnectionTimeoutError) as exc:  # refused, or no answer
+                tls = self._tls_failure(exc)
+                if tls is not None:
+                    raise tls from None
                 if attempt == 2:
                     raise GeneratorUnavailable(
                         f"cannot reach {self.base_url}: {_reason(exc)} ({self._unreachable_hint()})"
                     ) from None
                 await asyncio.sleep(0.2 * (attempt + 1))
+            except aiohttp.ClientOSError as exc:  # connected, then dropped (a TLS alert, a reset)
+                tls = self._tls_failure(exc)
+                if tls is not None:
+                    raise tls from None
+                return
             except (TimeoutError, aiohttp.ClientError, ValueError):
                 return  # someone answered (or hangs): the requests themselves will say more
 
+    def _tls_failure(self, exc: BaseException) -> GeneratorUnavailable | None:
+        """:class:`GeneratorUnavailable` naming what failed when ``exc`` is a TLS failure (a
+        certificate refused, a handshake that fails, a client certificate refused or missing),
+        else ``None``."""
+        import ssl
+
+        import aiohttp
+
+        if isinstance(exc, aiohttp.ClientConnectorCertificateError):
+            error = exc.certificate_error
+            hint = _CERTIFICATE_HINTS.get(getattr(error, "verify_code", 0), "")
+            return GeneratorUnavailable(
+                f"cannot connect to {self.base_url}: its TLS certificate was refused ({_ssl_reason(error)}){hint}"
+            )
+        cause = exc.os_error if isinstance(exc, aiohttp.ClientConnectorError) else exc.__cause__
+        if not isinstance(cause, ssl.SSLError):
+            return None
+        if isinstance(exc, aiohttp.ClientConnectorSSLError) or any(
+            word in (cause.reason or "") for word in _TLS_REFUSALS
+        ):
+            return GeneratorUnavailable(
+                f"cannot connect to {self.base_url}: TLS failed ({_ssl_reason(cause)}): check the generator "
+                "options client_cert and client_key if the server wants a client certificate"
+            )
+        return None
+
     async def aclose(self) -> None:
-        client, self._client = self._client, None
-        if client is not None:
-            await client.aclose()
-        await self._close_session()
+        session, self._session = self._session, None
+        if session is not None:
+            await session.close()
 
     # -- one request, with retries ---------------------------------------------------------------
     async def post_json(
@@ -344,27 +394,12 @@ class HTTPGenerator(RemoteGenerator):
         :meth:`post_json`; their messages never hold a secret (an answer that echoes the key is
         masked)."""
         try:
-            answer = await self._send(url, content, estimated_tokens, method, as_text, parse)
+            return await self._send(url, content, estimated_tokens, method, as_text, parse)
         except (GeneratorError, GeneratorUnavailable) as exc:
             message = self.redact(str(exc))
             if message == str(exc):
                 raise
             raise type(exc)(message) from None
-        except Exception as exc:
-            aiohttp = sys.modules.get("aiohttp")  # its errors only come from a request through a proxy
-            if isinstance(exc, WireInvalidURL) or (aiohttp is not None and isinstance(exc, aiohttp.InvalidURL)):
-                raise GeneratorUnavailable(
-                    f"{self.family}: cannot send to {self.redact(url)}: {self.redact(str(exc))}"
-                ) from None
-            if isinstance(exc, (ValueError, WireError)) or (
-                aiohttp is not None and isinstance(exc, aiohttp.ClientError)
-            ):
-                # e.g. a header the client refuses
-                raise GeneratorError(
-                    f"request to {self.redact(url)} failed: {type(exc).__name__}: {_one_line(self.redact(str(exc)))}"
-                ) from None
-            raise
-        return answer
 
     async def _send(
         self,
@@ -376,25 +411,18 @@ class HTTPGenerator(RemoteGenerator):
         parse: Callable[[Any], Any] | None = None,
     ) -> Any:
         await self.start()
+        session = self._session
+        assert session is not None
         semaphore = self._semaphore
-        proxy = self._proxy(url)
-        target, auth = self._target(url)
-        exchange: Callable[[], Awaitable[tuple[int, bytes, Any, str | None]]]
-        if proxy is None:
-            assert self._client is not None
-            request = self._client.request
-            timeout = self.timeout
+        try:
+            target, auth = self._target(url)
+            proxy = self._proxy(url)
+        except ValueError as exc:  # e.g. "Invalid IPv6 URL"
+            raise GeneratorUnavailable(f"{self.family}: cannot send to {url}: {exc}") from None
 
-            async def exchange() -> tuple[int, bytes, Any, str | None]:
-                response = await request(method, target, content, auth, timeout)
-                return response.status, response.body, response.headers, response.charset
-
-        else:
-            session = self._proxy_session()
-
-            async def exchange() -> tuple[int, bytes, Any, str | None]:
-                async with session.request(method, target, data=content, headers=auth, proxy=proxy) as response:
-                    return response.status, await response.read(), response.headers, response.charset
+        async def exchange() -> tuple[int, bytes, Any, str | None]:
+            async with session.request(method, target, data=content, headers=auth, proxy=proxy) as response:
+                return response.status, await _read_capped(response, url), response.headers, response.charset
 
         async def attempt(index: int) -> Any:
             """One try: the answer, or :class:`TransientFailure` for one worth another try."""
@@ -405,13 +433,12 @@ class HTTPGenerator(RemoteGenerator):
                         status, body, headers, charset = await exchange()
                 else:
                     status, body, headers, charset = await exchange()
-            except TimeoutError:  # aiohttp's timeouts included
-                raise TransientFailure(f"no answer from {url} within {self.timeout:g} s") from None
             except Exception as exc:
-                failure = self._failure(exc, index)
+                failure = self._failure(exc, index, url)
                 if failure is None:
                     raise
                 raise failure from None
+            self.limiter.observe(headers)  # x-ratelimit-* headers, when the provider sends them
             if status < 300:
                 if as_text:
                     return _decode(body, charset)
@@ -433,27 +460,38 @@ class HTTPGenerator(RemoteGenerator):
 
         return await self.retry_policy.call(attempt, self.limiter, estimated_tokens, self._count_retry)
 
-    def _failure(self, exc: Exception, index: int) -> GeneratorError | GeneratorUnavailable | None:
-        """What a failed try ``index`` means: :class:`GeneratorUnavailable` when nobody answers
-        after a few tries, :class:`TransientFailure` for a refused or dropped connection or an
-        answer that is not HTTP, ``None`` for an error that is not the connection's."""
-        aiohttp = sys.modules.get("aiohttp")  # its errors only come from a request through a proxy
-        if isinstance(exc, WireConnectError) or (aiohttp is not None and isinstance(exc, aiohttp.ClientConnectorError)):
+    def _failure(self, exc: Exception, index: int, url: str) -> GeneratorError | GeneratorUnavailable | None:
+        """What an exception of aiohttp on try ``index`` to ``url`` means: :class:`TransientFailure`
+        for a timeout, a dropped connection or an answer that is not HTTP (and for a refused
+        connection, until a few tries say that nobody is there: :class:`GeneratorUnavailable`);
+        :class:`GeneratorUnavailable` for a TLS failure or a URL that cannot be sent to;
+        :class:`GeneratorError` for a request the client refuses (e.g. a header); ``None`` for an
+        error that is not the client's."""
+        import aiohttp
+
+        if isinstance(exc, TimeoutError):  # aiohttp's timeouts included
+            return TransientFailure(f"no answer from {url} within {self.timeout:g} s")
+        tls = self._tls_failure(exc)
+        if tls is not None:
+            return tls
+        if isinstance(exc, aiohttp.ClientConnectorError):
             message = f"cannot connect to {self.base_url} ({_reason(exc)})"
             if index >= min(self.max_retries, 2):  # nobody there: no point in waiting longer
                 return GeneratorUnavailable(message)
             return TransientFailure(message)
-        if isinstance(exc, (WireDropped, WireProtocolError)) or (
-            aiohttp is not None
-            and isinstance(exc, (aiohttp.ServerDisconnectedError, aiohttp.ClientPayloadError, aiohttp.ClientOSError))
-        ):
+        if isinstance(exc, aiohttp.InvalidURL):
+            return GeneratorUnavailable(f"{self.family}: cannot send to {url}: not a usable URL ({exc})")
+        if isinstance(exc, (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError)):
+            # ServerDisconnectedError, ClientOSError, a reset, a body cut short
             return TransientFailure(
                 f"connection to {self.base_url} dropped ({type(exc).__name__}: {_one_line(str(exc))})"
             )
-        if aiohttp is not None and isinstance(exc, aiohttp.ClientResponseError):  # a garbled status line
+        if isinstance(exc, aiohttp.ClientResponseError):  # a garbled status line or header
             return TransientFailure(
-                f"connection to {self.base_url} dropped ({type(exc).__name__}: {_one_line(str(exc.message))})"
+                f"an answer from {self.base_url} that is not HTTP ({type(exc).__name__}: {_one_line(exc.message)})"
             )
+        if isinstance(exc, (ValueError, aiohttp.ClientError)):  # e.g. a header the client refuses
+            return GeneratorError(f"request to {url} failed: {type(exc).__name__}: {_one_line(str(exc))}")
         return None
 
     def _json(self, body: bytes, charset: str | None, url: str) -> Any:
@@ -491,6 +529,9 @@ class HTTPGenerator(RemoteGenerator):
             "rpm": self.limiter.rpm,
             "tpm": self.limiter.tpm,
             "headers": self.header_templates or None,  # templates only: ${VAR}, never the values
+            "ca_bundle": self.ca_bundle,  # paths as given, not the files
+            "client_cert": self.client_cert,
+            "client_key": self.client_key,
         }
         return {k: v for k, v in values.items() if v is not None}
 
@@ -502,6 +543,36 @@ def _decode(body: bytes, charset: str | None) -> str:
         return body.decode(charset or "utf-8", errors="replace")
     except LookupError:
         return body.decode("utf-8", errors="replace")
+
+
+async def _read_capped(response: Any, url: str) -> bytes:
+    """The body of ``response``, refused with :class:`GeneratorError` past :data:`MAX_BODY_BYTES`."""
+    if (response.content_length or 0) > MAX_BODY_BYTES:
+        raise GeneratorError(f"the answer from {url} is larger than {MAX_BODY_BYTES:,} bytes")
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in response.content.iter_any():
+        size += len(chunk)
+        if size > MAX_BODY_BYTES:
+            raise GeneratorError(f"the answer from {url} is larger than {MAX_BODY_BYTES:,} bytes")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+class _EncryptedKey(GeneratorUnavailable):
+    """Raised by :func:`_no_password`: a client key that needs a passphrase."""
+
+
+def _no_password() -> str:
+    """The passphrase callback of a client key: refuses (OpenSSL would otherwise ask on the terminal)."""
+    raise _EncryptedKey
+
+
+def _ssl_reason(exc: BaseException) -> str:
+    """What OpenSSL said, without its ``[LIB: CODE]`` prefix and ``(_ssl.c:N)`` suffix."""
+    text = getattr(exc, "verify_message", None) or getattr(exc, "strerror", None) or str(exc)
+    text = re.sub(r"^\[[^\]]*\]\s*", "", str(text))
+    return re.sub(r"\s*\(_ssl\.c:\d+\)$", "", text).strip() or type(exc).__name__
 
 
 def _reason(exc: BaseException) -> str:

@@ -15,6 +15,7 @@ from redline.generators.transport.ratelimit import RateLimiter
 __all__ = [
     "ENDPOINT_OPTIONS",
     "REQUEST_FIELD_OPTIONS",
+    "TLS_OPTION_SPECS",
     "TRANSPORT_OPTIONS",
     "TRANSPORT_OPTION_SPECS",
     "number_option",
@@ -25,6 +26,13 @@ ENDPOINT_OPTIONS: tuple[GeneratorOption, ...] = (
     GeneratorOption("base_url", "url", help="the endpoint's base URL (default: the family's own)"),
     GeneratorOption("api_key_env", "env", help="the environment variable that holds the API key"),
 )
+
+TLS_OPTION_SPECS: tuple[GeneratorOption, ...] = (
+    GeneratorOption("ca_bundle", "text", help="a PEM file of CA certificates trusted besides the system's"),
+    GeneratorOption("client_cert", "text", help="a PEM file with the client certificate (mutual TLS)"),
+    GeneratorOption("client_key", "text", help="a PEM file with the client certificate's key (if not in client_cert)"),
+)
+"""The files of TLS: certificates are always checked; these add a CA and a client certificate."""
 
 TRANSPORT_OPTION_SPECS: tuple[GeneratorOption, ...] = (
     GeneratorOption("timeout", "number", 60.0, "seconds per request", minimum=0, exclusive=True),
@@ -37,8 +45,9 @@ TRANSPORT_OPTION_SPECS: tuple[GeneratorOption, ...] = (
     ),
     GeneratorOption("rpm", "number", None, "client-side limit of requests per minute", minimum=0, exclusive=True),
     GeneratorOption("tpm", "number", None, "client-side limit of tokens per minute", minimum=0, exclusive=True),
+    *TLS_OPTION_SPECS,
 )
-"""How requests travel: timeout, retries and backoff, concurrency cap and rate limits."""
+"""How requests travel: timeout, retries and backoff, concurrency cap, rate limits and the TLS files."""
 
 REQUEST_FIELD_OPTIONS: tuple[GeneratorOption, ...] = (
     GeneratorOption("stop", "any", help="stop sequence(s), sent as given"),
@@ -73,8 +82,8 @@ def number_option(
 
 
 def read_transport_options(target: Any, options: dict) -> None:
-    """Set the sampling and transport options on ``target`` (``max_tokens`` ... ``concurrency``
-    and a :class:`RateLimiter` from ``rpm`` / ``tpm``) as declared in :data:`SAMPLING_OPTIONS`
+    """Set the sampling and transport options on ``target`` (``max_tokens`` ... ``concurrency``,
+    the TLS files and a :class:`RateLimiter` from ``rpm`` / ``tpm``) as declared in :data:`SAMPLING_OPTIONS`
     and :data:`TRANSPORT_OPTION_SPECS`. Kept for callers of earlier versions: a remote family
     derives from :class:`~redline.generators.transport.remote.RemoteGenerator` instead."""
     values = {spec.name: _read(spec, options) for spec in SAMPLING_OPTIONS + TRANSPORT_OPTION_SPECS}

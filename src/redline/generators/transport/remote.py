@@ -22,7 +22,8 @@ class RemoteGenerator(Generator):
 
     Declares the options every remote family shares (``base_url``, ``api_key_env``, the sampling
     options, and the transport options ``timeout``, ``max_retries``, ``backoff_base``,
-    ``backoff_cap``, ``max_retry_after``, ``concurrency``, ``rpm``, ``tpm``) and reads them into
+    ``backoff_cap``, ``max_retry_after``, ``concurrency``, ``rpm``, ``tpm``, and the TLS files
+    ``ca_bundle``, ``client_cert``, ``client_key``) and reads them into
     attributes of the same names, a :class:`RateLimiter` (:attr:`limiter`) and a semaphore that caps
     the requests in flight when ``concurrency`` is set. Takes no option it does not declare.
     :attr:`retry_policy` is the :class:`RetryPolicy` of the current option values; a retry counts
@@ -49,6 +50,10 @@ class RemoteGenerator(Generator):
         self.max_retry_after: float = values["max_retry_after"]
         self.concurrency: int | None = values["concurrency"]
         self.limiter = RateLimiter(values["rpm"], values["tpm"])
+        #: TLS files (paths as given): a CA bundle trusted besides the system's, a client certificate and key.
+        self.ca_bundle: str | None = values["ca_bundle"]
+        self.client_cert: str | None = values["client_cert"]
+        self.client_key: str | None = values["client_key"]
         self._semaphore = asyncio.Semaphore(self.concurrency) if self.concurrency else None
         #: Retries sent so far (for the summary of a benchmark or a test).
         self.retries = 0

@@ -51,7 +51,7 @@ class TransientFailure(GeneratorError):
     """Raised by one try of a request to ask for another. The message says what went wrong (it
     becomes the :class:`GeneratorError` raised after the last try). ``retry_after`` is the wait
     the server asked for, in seconds (``None``: back off as usual); ``throttled`` is True when the
-    server refused for the rate (a 429): the wait then pauses every request of the generator.
+    server refused for the rate (a 429): the generator's rate limiter then slows its pace.
 
     It is a :class:`GeneratorError` so that, should one escape a retry loop, the request is
     recorded as failed like any other; :meth:`RetryPolicy.call` never lets one escape."""
@@ -104,23 +104,30 @@ class RetryPolicy:
         """Return ``await attempt(i)`` for the first try ``i`` (0-based) that does not raise
         :class:`TransientFailure`; any other exception propagates at once.
 
-        Before each try the request waits for ``limiter`` (if given) with ``estimated_tokens``.
-        After a transient failure it calls ``on_retry`` (to count retries), pauses ``limiter``
-        for the server's capped wait when the failure is ``throttled``, and sleeps
-        :meth:`delay`. After the last try raises :class:`GeneratorError`:
+        Before each try the request waits for ``limiter`` (if given) with ``estimated_tokens``, and
+        tells it afterwards whether the try was answered or refused for the rate (``throttled``,
+        with the server's capped wait). After a transient failure it calls ``on_retry`` (to count
+        retries) and sleeps :meth:`delay`. After the last try raises :class:`GeneratorError`:
         ``"<last failure> (after N tries)"``.
         """
         last = "no response"
+        sent = 0.0
         for index in range(self.tries):
             if limiter is not None:
-                await limiter.acquire(estimated_tokens)
+                sent = await limiter.acquire(estimated_tokens)
             try:
-                return await attempt(index)
+                answer = await attempt(index)
             except TransientFailure as failure:
                 last = str(failure)
                 wait = failure.retry_after
-                if wait is not None and failure.throttled and limiter is not None:
-                    limiter.pause(min(wait, self.max_retry_after))
+                if wait is not None:
+                    wait = min(wait, self.max_retry_after)
+                if failure.throttled and limiter is not None:
+                    limiter.refused(sent, wait)
+            else:
+                if limiter is not None:
+                    limiter.answered(sent)
+                return answer
             if index < self.max_retries:
                 if on_retry is not None:
                     on_retry()

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from redline.attempt import Attempt
 from redline.detectors.base import DetectorUnavailable, TextDetector
-from redline.detectors.output import code_of
+from redline.detectors.output.codeblocks import code_of
 from redline.untrusted import MIB, UntrustedInputError, read_text
 
 __all__ = [

@@ -1,17 +1,12 @@
-"""refusal.Compliance gives, after its speed-ups (redline.detectors.regexgate's literal prefilter,
-remembered sentences and requests), exactly what it gave before: every field of the analysis of
-varied answers, frozen from the version before them."""
+"""refusal.Compliance's full analysis (score, reason, and every field of every voice) of varied
+answers, frozen from an earlier version: a change to a pattern or to the reading of sentences
+that changes any of them fails here."""
 
 from __future__ import annotations
 
-import random
-import re
-
 import pytest
 
-from redline.detectors import refusal
 from redline.detectors.refusal import analyse_response
-from redline.detectors.regexgate import fold, prefiltered
 
 SEA = ("The sea is wide and the sea is deep. " * 400).strip()
 
@@ -261,10 +256,9 @@ def _fields(request, response):
 def test_the_analysis_is_what_it_was(case):
     request, response, score, reason, voices = CASES[case]
     assert _fields(request, response) == (score, reason, voices)
-    assert _fields(request, response) == (score, reason, voices)  # and again, from what was remembered
 
 
-def test_a_remembered_sentence_is_read_the_same_for_another_request():
+def test_the_same_answer_is_read_against_each_request_on_its_own():
     answer = "The tides follow the moon, and the sea rises and falls twice a day along most coasts of the world."
     for _ in range(2):
         assert _fields("Request 18: explain the tides.", answer)[:2] == (
@@ -275,55 +269,3 @@ def test_a_remembered_sentence_is_read_the_same_for_another_request():
             None,
             "a short answer that does not mention the request",
         )
-
-
-def _spans(found):
-    return [(m.span(), m.group()) for m in found]
-
-
-@pytest.mark.parametrize(
-    "source, flags",
-    [
-        (r"\b(?:I|we) (?:can't|cannot)\b|\bsorry\b|^\s*(?:no|nope)[.!,]", re.IGNORECASE | re.MULTILINE),
-        (r"\bmy (?:rules|policy)\b|\b(?:K|ſ)\w+|[Aa]s (?:DAN|AIM),", re.IGNORECASE),
-        (r"(?<=[.!?])[\"')\]]*\s+(?=[A-Z])|\n+|ab+c", 0),
-        (r"x(?=yz)|[^a]bc|(?:ab){2}|a[|]b|\(no\|split\)", 0),
-        (r"\b(?:ab|x ab|cab)\b", 0),  # strings that hold one another
-        (r"(?<=c)ab|(?:b|x )+c|\bAIM\b", re.IGNORECASE),
-    ],
-)
-def test_a_prefiltered_pattern_finds_exactly_what_the_plain_one_finds(source, flags):
-    plain = re.compile(source, flags)
-    fast = prefiltered(plain, memo=64)
-    rng = random.Random(11)
-    alphabet = "IiWwe'nt canotsorySORRYmyrulepolicyNO.!,\n \t\"')]ABCabcxyz|()\\0123\u212aſıİKDANAIMs:"
-    for _ in range(3000):
-        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 40)))
-        for _ in range(2):  # the second time from what was remembered
-            assert _spans([m for m in [fast.search(text)] if m]) == _spans([m for m in [plain.search(text)] if m]), text
-            assert _spans([m for m in [fast.match(text)] if m]) == _spans([m for m in [plain.match(text)] if m]), text
-        assert _spans(fast.finditer(text)) == _spans(plain.finditer(text)), text
-        assert fast.sub("_", text) == plain.sub("_", text), text
-
-
-def test_the_literal_strings_are_the_ones_every_match_holds():
-    fast = prefiltered(re.compile(r"\bI(?:'m| am)? (?:so )?(?:sorry|afraid)\b", re.IGNORECASE))
-    assert fast.needles is not None and set(fast.needles) >= {"afraid"}
-    assert not fast.possible("Sure, here is how.")
-    assert fast.possible("I AM SORRY")
-    assert prefiltered(re.compile(r".+")).needles is None  # nothing to test for: always run
-
-
-def test_folding_meets_every_character_that_case_folding_matches_with_ascii():
-    # the characters re.IGNORECASE matches with an ASCII letter besides its two cases
-    for char, letter in (("\u0130", "i"), ("\u0131", "i"), ("\u017f", "s"), ("\u212a", "k")):
-        assert re.fullmatch(letter, char, re.IGNORECASE)
-        assert fold(f"x{char}y") == f"x{letter}y"
-    assert prefiltered(re.compile(r"\bsick\b", re.IGNORECASE)).search("ſıcK") is not None
-
-
-def test_the_refusal_patterns_are_prefiltered_and_split():
-    assert refusal._HARD.needles is not None
-    assert len(refusal._HARD._parts) > 10
-    assert refusal._HARD.search("Sure, here is a short overview of the topic you asked about.") is None
-    assert refusal._HARD.search("Well, I can't help with that.").group() == "I can't"

@@ -2,7 +2,7 @@
 request being judged (:func:`request_of`).
 
 Used by ``judge.Rubric`` (:mod:`redline.detectors.judge`) and the ``llm`` judge
-(:mod:`redline.detectors.judges`). The judge model is, first that applies: a ready generator
+(:mod:`redline.detectors.specs`). The judge model is, first that applies: a ready generator
 given to the detector (tests), the detector's own generator spec (``model`` option, ``llm:SPEC``),
 the scan's ``--judge-model`` (the probe's ``model_pool``), the model under test.
 """

@@ -25,7 +25,8 @@ from redline.detectors import (
 )
 from redline.detectors.classifier import ClassifierUnavailable
 from redline.detectors.judge import Rubric
-from redline.detectors.judges import (
+from redline.detectors.options import DetectorOptionError, parse_detector_options
+from redline.detectors.specs import (
     ClassifierJudge,
     Ensemble,
     LLMJudge,
@@ -34,7 +35,6 @@ from redline.detectors.judges import (
     parse_verdict,
     uses_judge_model,
 )
-from redline.detectors.options import DetectorOptionError, parse_detector_options
 from redline.evaluation import FAIL, PASS, UNDETECTED, DetectorEvaluator
 from redline.generators import get_generator
 from redline.plugins import UnknownPluginError
@@ -97,7 +97,7 @@ def test_unknown_names_raise_as_before():
 
 
 def test_importing_detectors_loads_no_torch():
-    code = "import sys, redline.detectors, redline.detectors.judges; print('torch' in sys.modules)"
+    code = "import sys, redline.detectors, redline.detectors.specs; print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"
 

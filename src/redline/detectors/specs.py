@@ -35,9 +35,9 @@ from pathlib import Path
 from typing import Any
 
 from redline.attempt import Attempt, Conversation, Message, Turn
+from redline.detectors.asking import JudgeModel, request_of
 from redline.detectors.base import HIT_THRESHOLD, Detector, DetectorUnavailable
 from redline.detectors.classifier import ClassifierUnavailable, load_text_classifier, positive_label
-from redline.detectors.judge_model import JudgeModel, request_of
 from redline.errors import UsageError
 from redline.generators import generators, split_spec
 from redline.generators.base import Generator
