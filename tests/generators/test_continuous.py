@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import threading
 import time
+import warnings
 
 import pytest
 
-from redline.generators.continuous import BatchRequest, ContinuousBatcher
+from redline.generators.continuous import BatchRequest, ContinuousBatcher, cache_keyword
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
@@ -140,13 +141,16 @@ PROMPTS = {
 
 def test_greedy_rows_answer_as_generate_does_alone_whatever_joins_when(model):
     engine = batcher(model, max_rows=3)
+    stepped = threading.Event()
+    watch_decoding(engine, after=stepped.set)
     collector = Collector(len(PROMPTS))
     engine.start()
     try:
         for i, (name, ids) in enumerate(PROMPTS.items()):
+            stepped.clear()
             engine.submit(collector.request(name, ids))
-            if i % 2:
-                time.sleep(0.01)  # arrivals spread over the run: rows join a batch already decoding
+            if i % 2:  # arrivals spread over the run: the next rows join a batch already decoding
+                assert stepped.wait(30)
         collector.wait()
     finally:
         engine.stop()
@@ -296,16 +300,26 @@ def test_a_failed_forward_pass_fails_its_rows_and_the_batcher_goes_on(model):
     assert second.results["second"] == [reference(model, PROMPTS["medium"])]
 
 
-def test_stop_ends_the_worker_within_a_step(model):
+def test_stop_ends_the_worker_after_its_current_step_and_fails_what_was_running(model):
     engine = batcher(model, max_new_tokens=10_000)
+    steps = [0]
+    decoding = threading.Event()
+
+    def count() -> None:
+        steps[0] += 1
+        decoding.set()
+
+    watch_decoding(engine, after=count)
     collector = Collector(1)
     engine.start()
     engine.submit(collector.request("endless", PROMPTS["short"]))
-    time.sleep(0.2)
-    started = time.monotonic()
-    engine.stop()
-    assert time.monotonic() - started < 2
+    assert decoding.wait(30)
+    before = steps[0]
+    engine.stop(timeout=30)
+    assert not engine._thread.is_alive()
+    assert steps[0] - before <= 1  # at most the step under way when stop was asked
     assert engine.running == 0 and not collector.results
+    assert "stopped" in str(collector.errors["endless"])
 
 
 def test_supports_plain_dynamic_caches_only(model):
@@ -316,6 +330,27 @@ def test_supports_plain_dynamic_caches_only(model):
             raise TypeError("unexpected keyword argument 'logits_to_keep'")
 
     assert not ContinuousBatcher.supports(torch, NoCache(), "cpu")
+
+
+def test_the_cache_is_passed_under_the_name_the_model_takes():
+    class Renamed:
+        def forward(self, input_ids=None, cache=None, use_cache=None): ...
+
+    class Older:
+        def forward(self, input_ids=None, past_key_values=None, use_cache=None): ...
+
+    assert cache_keyword(Renamed()) == "cache"
+    assert cache_keyword(Older()) == "past_key_values"
+
+
+def test_decoding_uses_no_deprecated_cache_argument(model):
+    prefix = list(range(40, 56))  # shared: the prefix's own prefill pass runs too
+    prompts = {"one": prefix + [3, 4], "two": prefix + [5]}
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        collector = run(batcher(model, max_rows=8), prompts)
+    assert collector.results["one"] == [reference(model, prompts["one"])]
+    assert not [w for w in caught if "past_key_values" in str(w.message)]
 
 
 def test_decoding_keeps_no_autograd_graph(model):

