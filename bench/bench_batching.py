@@ -26,6 +26,7 @@ This is a benchmark, not a test: the figures depend on the machine and on what e
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import shlex
 import statistics
@@ -223,7 +224,7 @@ def main(argv: list[str] | None = None) -> int:
         options["max_tokens"] = args.max_tokens
     if args.temperature is not None:
         options["temperature"] = args.temperature
-    gen = get_generator("smollm2", **options)
+    gen: Any = get_generator("smollm2", **options)
     gen._load()
     if gen.batcher is None:
         raise SystemExit("the model does not support redline's continuous batcher")
@@ -233,7 +234,7 @@ def main(argv: list[str] | None = None) -> int:
 
     runners: dict[str, Callable[[], Timed]] = {"redline `ContinuousBatcher`": lambda: run_redline(gen, prompts)}
     for requests in [int(v) for v in args.cb_max_requests.split(",") if v] or [gen.batch_size]:
-        cb_options = {
+        cb_options: dict[str, Any] = {
             "page_size": args.page_size,
             "num_blocks": num_blocks,  # the generator's cache_mb, as redline's batcher gets
             "max_batch_tokens": args.max_batch_tokens,
@@ -241,7 +242,7 @@ def main(argv: list[str] | None = None) -> int:
             "seed": gen.seed,
         }
         label = f"transformers CB, {requests} requests per step"
-        runners[label] = lambda options=cb_options: run_transformers_cb(gen, prompts, options)
+        runners[label] = functools.partial(run_transformers_cb, gen, prompts, cb_options)
     if not args.no_generate:
         runners[f"transformers `generate()`, batches of {args.batch}"] = lambda: run_generate(gen, prompts, args.batch)
     names = list(runners)

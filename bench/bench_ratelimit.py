@@ -278,8 +278,14 @@ def run_case(name: str, args: argparse.Namespace) -> dict[str, Any]:
     shown = re.sub(r"--base-url \S+", "--base-url http://127.0.0.1:PORT/v1", shown)
     shown = shown.replace(str(dataset), dataset.name).replace(str(store), store.name)
     progress = [line for line in proc.stderr.splitlines() if line.startswith("progress:")]
+    command = ["python bench/bench_ratelimit.py --case", name, f"--prompts {args.prompts} --rps {args.rps:g}"]
+    added = [flag for flag in ("--headers", "--no-retry-after") if flag in extra and flag not in CASES[name]]
+    command += added + ([f"--tpm {args.tpm:g}"] if args.tpm else [])
+    command += [f"--window {args.window:g}"] if args.window != 1 else []
+    command += [f"--latency-ms {args.latency_ms:g}"] if args.latency_ms != 100 else []
+    command += [f"--scan-arg {shlex.quote(a)}" for a in args.scan_arg]
     return {
-        "case": name,
+        "case": " ".join([name, *added]),
         "exit": proc.returncode,
         "wall_s": wall,
         "served_rps": served,
@@ -292,7 +298,7 @@ def run_case(name: str, args: argparse.Namespace) -> dict[str, Any]:
         "errored": errored,
         "progress": progress[-3:],
         "stderr": "" if proc.returncode in (0, 3) else proc.stderr[-2000:],
-        "command": f"python bench/bench_ratelimit.py --case {name} --prompts {args.prompts} --rps {args.rps:g}",
+        "command": " ".join(command),
         "scan": f"OPENAI_API_KEY=dummy {shown}",
     }
 

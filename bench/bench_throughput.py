@@ -367,7 +367,7 @@ def measure(attempts: int, latency_ms: float, concurrency: int, fault_rate: floa
             if with_ceilings and not before:
                 ceiling = ceilings(server.base_url, attempts, concurrency)
             rounds.append((cli, store, ceiling))
-    return summarise(attempts, latency_ms, concurrency, rounds)
+        return summarise(attempts, latency_ms, concurrency, rounds)
 
 
 def summarise(attempts: int, latency_ms: float, concurrency: int, rounds: list) -> dict:

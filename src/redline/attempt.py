@@ -678,6 +678,8 @@ def _jsonable(value: Any) -> Any:
         return {k: _jsonable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [_jsonable(v) for v in value]
+    if value is None or isinstance(value, (str, int, float)):
+        return value
     return copy.deepcopy(value)
 
 

@@ -12,7 +12,7 @@ from rich.console import Console
 
 from fakes import ScriptedGenerator
 from redline.cli import scan_run
-from redline.cli.progress import Heartbeat, limiter_note
+from redline.cli.progress import Heartbeat, RateColumn, limiter_note
 from redline.engine import ScanConfig
 from redline.generators.transport.ratelimit import LimiterStatus
 
@@ -37,6 +37,14 @@ def test_the_heartbeat_line_ends_with_the_note_when_it_says_something():
     assert beat.line() == "progress: 20/400 attempts (5%), 2.0 att/s, ETA 3:10"
     said[0] = "96.4 req/s, provider limiting"
     assert beat.line() == "progress: 20/400 attempts (5%), 2.0 att/s, ETA 3:10, 96.4 req/s, provider limiting"
+
+
+def test_the_progress_bar_s_rate_column_ends_with_the_note():
+    fields = {"started": 1.0, "initial": 0, "note": lambda: "96.4 req/s, provider limiting"}
+    task = types.SimpleNamespace(fields=fields, total=100, completed=20)
+    assert str(RateColumn().render(task)).endswith("  96.4 req/s, provider limiting")
+    fields["note"] = lambda: ""
+    assert "req/s" not in str(RateColumn().render(task))
 
 
 class Stream(io.StringIO):

@@ -116,7 +116,9 @@ async def test_an_answer_larger_than_the_cap_fails_its_request_only(env, monkeyp
     big = json.dumps({"choices": [{"index": 0, "message": {"role": "assistant", "content": "x" * 500}}]}).encode()
     chunked = b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n"
     chunked += b"%x\r\n%s\r\n0\r\n\r\n" % (len(big), big)
-    for answer in (ok(big), chunked):  # with a content-length, and without one
+    bomb = ok(gzip.compress(big), b"content-encoding: gzip\r\n")  # small on the wire, large decoded
+    assert len(gzip.compress(big)) < 100
+    for answer in (ok(big), chunked, bomb):  # with a content-length, without one, compressed
         server, port, _ = await serve(probe_ok_else(answer))
         try:
             with pytest.raises(GeneratorError, match="larger than 100 bytes"):

@@ -187,14 +187,14 @@ async def test_against_a_tokens_budget_the_pace_stays_near_it():
 async def test_x_ratelimit_headers_set_the_pace_before_any_refusal():
     rate_limiter, time_ = limiter()
     rate_limiter.observe({"x-ratelimit-limit-requests": "600", "x-ratelimit-remaining-requests": "500"})
-    assert rate_limiter.status().rate is None  # plenty left
+    assert rate_limiter.status().rate is None and not rate_limiter.status().limited  # plenty left
     headers = {
         "x-ratelimit-limit-requests": "600",
         "x-ratelimit-remaining-requests": "0",
         "x-ratelimit-reset-requests": "1m0s",  # the whole limit back in a minute: 10 a second
     }
     rate_limiter.observe(headers)
-    assert rate_limiter.status().rate == pytest.approx(10)
+    assert rate_limiter.status().rate == pytest.approx(10) and rate_limiter.status().limited
     for _ in range(20):
         await rate_limiter.acquire()
     assert 1.8 <= time_.now <= 2.2  # paced at about 10 a second (rising slowly while it holds them back)

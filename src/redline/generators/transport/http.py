@@ -207,10 +207,13 @@ class HTTPGenerator(RemoteGenerator):
 
     def _ssl_context(self) -> Any:
         """The TLS context of every https request: the system's CA store with host names checked,
-        plus the ``ca_bundle`` option's CAs and the ``client_cert`` / ``client_key`` pair.
+        plus the ``ca_bundle`` option's CAs and the ``client_cert`` / ``client_key`` pair; ``True``
+        (aiohttp's own verifying context, the same system store and checks) when none is given.
         :class:`GeneratorUnavailable` names the option and the file that cannot be used."""
         import ssl
 
+        if not (self.ca_bundle or self.client_cert or self.client_key):
+            return True
         if self.client_key and not self.client_cert:
             raise GeneratorUnavailable(f"{self.family}: generator option client_key needs client_cert as well")
         paths: dict[str, str] = {}
@@ -547,8 +550,11 @@ def _decode(body: bytes, charset: str | None) -> str:
 
 async def _read_capped(response: Any, url: str) -> bytes:
     """The body of ``response``, refused with :class:`GeneratorError` past :data:`MAX_BODY_BYTES`."""
-    if (response.content_length or 0) > MAX_BODY_BYTES:
-        raise GeneratorError(f"the answer from {url} is larger than {MAX_BODY_BYTES:,} bytes")
+    if response.content_length is not None and "content-encoding" not in response.headers:
+        # a plain body of declared length: aiohttp reads no more than that
+        if response.content_length > MAX_BODY_BYTES:
+            raise GeneratorError(f"the answer from {url} is larger than {MAX_BODY_BYTES:,} bytes")
+        return await response.read()
     chunks: list[bytes] = []
     size = 0
     async for chunk in response.content.iter_any():

@@ -8,12 +8,16 @@ tokens the answer's ``usage`` reported, ``answered`` for an answer, ``refused`` 
 
 The user's ``rpm`` and ``tpm`` are token buckets that cap the rate as given. Under them, the
 limiter learns the provider's own limit (:class:`AdaptiveRate`, one for requests and one for
-tokens): requests go unpaced until the provider first refuses one; then they are paced at the rate
-the provider was seen to answer while it refused, less a margin; each later refusal lowers the pace
-by a factor, and while none comes the pace rises slowly. When answers carry ``x-ratelimit-*``
-headers and what remains of a limit runs low, the pace is set from them before any refusal. A
-429's ``Retry-After`` delays the request that was refused; every request of the generator is held
-back only when the provider has refused everything for a while.
+tokens, the tokens counted as the answers' ``usage`` reports them): requests go unpaced until the
+provider refuses more than a few; then they are paced at the rate the provider let through, less
+a margin; a later refusal lowers the pace again, and while the pace holds requests back it rises
+slowly, so that it stays near the limit. A 429 slows tokens or requests as the latest
+``x-ratelimit-*`` headers blame, both when there are none; when those headers say that what
+remains of a limit runs low, the pace is set from them before any refusal. A 429's
+``Retry-After`` delays the request that was refused; every request of the generator is held back
+only when the provider has refused everything for a while. :meth:`RateLimiter.status` says what
+the limiter does, for a progress line. Why it works this way, and how close it stays to a limit:
+``bench/README.md`` (*Rate-limited providers*).
 
 Each bucket holds at most ``burst_seconds`` worth of its rate (at least one request), so a limit of
 600 requests per minute means about 10 per second, never 600 at once.
@@ -264,7 +268,8 @@ class LimiterStatus:
         rate: requests per second the pace allows (the lower of ``rpm`` and the learned pace);
             ``None`` when unpaced.
         answered: requests answered per second lately.
-        limited: True when the provider refused a request (429) lately.
+        limited: True when the provider refused a request for the rate (429) lately, or its
+            ``x-ratelimit-*`` headers said a limit was running low.
         refused: requests the provider refused so far.
     """
 
@@ -320,6 +325,7 @@ class RateLimiter:
         self._refused = 0
         self._refusals = Meter()
         self._refused_at = -math.inf
+        self._low_at = -math.inf  # when x-ratelimit-* headers last said a limit runs low
         self._refusing_since: float | None = None
         self._short: set[str] | None = None  # the limits the latest x-ratelimit-* headers say are low
         self._tokens_per_request: float | None = None  # tokens an answer reported, on average
@@ -458,6 +464,8 @@ class RateLimiter:
                 self._follow(pace, tokens=kind == "tokens")
         if short is not None:
             self._short = short
+            if short:
+                self._low_at = self._clock()
 
     def pause(self, seconds: float) -> None:
         """Hold every request back for ``seconds``."""
@@ -471,6 +479,6 @@ class RateLimiter:
         return LimiterStatus(
             rate=min(rates) if rates else None,
             answered=self.request_pace.answered_rate(now),
-            limited=now - self._refused_at < self.limited_for,
+            limited=now - max(self._refused_at, self._low_at) < self.limited_for,
             refused=self._refused,
         )
