@@ -122,7 +122,11 @@ def scan(
     ),
     generations: int | None = typer.Option(None, "--generations", "-g", min=1, help="Outputs per attempt (default 1)."),
     concurrency: int | None = typer.Option(
-        None, "--concurrency", "-c", min=1, help="Attempts in flight (default 128 local, 16 remote; with --executor ray: per actor)."
+        None,
+        "--concurrency",
+        "-c",
+        min=1,
+        help="Attempts in flight (default 128 local, 16 remote; with --executor ray: per actor).",
     ),
     store: Path = STORE_OPTION,
     resume: str | None = typer.Option(
