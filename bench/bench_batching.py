@@ -8,17 +8,20 @@ given) and every prompt submitted at once, as the scan's attempts arrive:
 
 1. **redline**: :class:`redline.generators.continuous.ContinuousBatcher`, as the generator builds it.
 2. **transformers CB**: transformers' continuous batching (``model.init_continuous_batching``, a
-   fresh manager per round, its key/value cache sized to the generator's ``cache_mb``).
+   fresh manager per round, its key/value cache sized to the generator's ``cache_mb``); one
+   contender per value of ``--cb-max-requests`` (requests decoded together at most).
 3. **generate()**: ``model.generate`` on the prompts sorted by length, in static batches of
    ``--batch`` rows (what ``bench/bench_local.py`` calls the ceiling).
 
 The contenders run interleaved (one of each per round, the order rotated each round) so that other
 load on the machine falls on all of them alike; the table gives each one's median and range of
-generated tokens/s (end tokens not counted) over the rounds. Only generation is timed; the setup of
-transformers' manager (its cache allocation) is shown apart.
+generated tokens (end tokens not counted) per wall-clock second and per CPU-second of the process
+over the rounds, and redline's ratio to each other contender round by round. Only generation is
+timed; the setup of transformers' manager (its cache allocation) is shown apart.
 
     python bench/bench_batching.py                   # 3 rounds, the default scan's settings
-    python bench/bench_batching.py --rounds 5 --temperature 0
+    python bench/bench_batching.py --rounds 2 --no-generate --cb-max-requests 16,128
+    python bench/bench_batching.py --store scan.db   # the prompts of the run stored in scan.db
 
 This is a benchmark, not a test: the figures depend on the machine and on what else runs on it.
 """

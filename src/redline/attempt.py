@@ -665,21 +665,29 @@ def _new_uuid() -> str:
 
 
 def _copied(value: dict | None) -> dict:
-    """A deep copy of the dict ``value`` (a new empty one for ``None`` or an empty one)."""
-    return copy.deepcopy(value) if value else {}
+    """A deep copy of the JSON-ready dict ``value`` (a new empty one for ``None`` or an empty one)."""
+    return _jsonable(value) if value else {}
+
+
+_SCALARS = frozenset({str, int, float, bool, type(None)})
 
 
 def _jsonable(value: Any) -> Any:
     """A deep copy of ``value`` with every conversation, turn or message in it as its ``as_dict``
     and every tuple as a list."""
+    kind = type(value)
+    if kind in _SCALARS:
+        return value
+    if kind is dict:
+        return {k: v if type(v) in _SCALARS else _jsonable(v) for k, v in value.items()}
+    if kind is list or kind is tuple:
+        return [v if type(v) in _SCALARS else _jsonable(v) for v in value]
     if isinstance(value, (Conversation, Message, Turn)):
         return value.as_dict()
     if isinstance(value, dict):
         return {k: _jsonable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [_jsonable(v) for v in value]
-    if value is None or isinstance(value, (str, int, float)):
-        return value
     return copy.deepcopy(value)
 
 
