@@ -37,6 +37,7 @@ import importlib.util
 import json
 import os
 import random
+import sqlite3
 import statistics
 import subprocess
 import sys
@@ -284,11 +285,24 @@ def _tree_rss(pid: int) -> int:
     return total
 
 
-class TreeMemory:
-    """The peak resident memory of a process and its children together, sampled on a thread."""
+def _stored(store: Path) -> int:
+    """Attempts in ``store`` now (0 while it cannot be read)."""
+    try:
+        with sqlite3.connect(f"file:{store}?mode=ro", uri=True, timeout=0.01) as db:
+            return int(db.execute("SELECT COUNT(*) FROM attempts").fetchone()[0])
+    except sqlite3.Error:
+        return 0
 
-    def __init__(self, pid: int) -> None:
-        self.pid, self.peak = pid, 0
+
+class TreeMemory:
+    """Sampled on a thread every 50 ms: the peak resident memory of a process and its children
+    together, and when the scan's store first and last grew (seconds since ``started``)."""
+
+    def __init__(self, pid: int, store: Path, started: float) -> None:
+        self.pid, self.peak, self.store, self.started = pid, 0, store, started
+        self.first_stored: float | None = None
+        self.last_stored: float | None = None
+        self._count = 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._watch, daemon=True)
         self._thread.start()
@@ -296,6 +310,11 @@ class TreeMemory:
     def _watch(self) -> None:
         while not self._stop.wait(0.05):
             self.peak = max(self.peak, _tree_rss(self.pid))
+            count = _stored(self.store)
+            if count > self._count:
+                self._count = count
+                self.last_stored = time.perf_counter() - self.started
+                self.first_stored = self.first_stored or self.last_stored
 
     def stop(self) -> int:
         self._stop.set()
@@ -322,7 +341,7 @@ def run_cli(base_url: str, dataset: Path, store: Path, concurrency: int, fault_r
     proc = subprocess.Popen(
         redline_command() + args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
     )
-    memory = TreeMemory(proc.pid)
+    memory = TreeMemory(proc.pid, store, started)
     assert proc.stderr is not None
     stderr = proc.stderr.read()
     tree_peak = memory.stop()
@@ -334,6 +353,8 @@ def run_cli(base_url: str, dataset: Path, store: Path, concurrency: int, fault_r
         "stderr": stderr[-2000:],
         "wall_s": wall,
         "peak_rss_mb": max(usage.ru_maxrss * 1024, tree_peak) / 2**20,
+        "first_stored_s": memory.first_stored,
+        "last_stored_s": memory.last_stored,
         "command": f"OPENAI_API_KEY=dummy {shown}",
     }
 
@@ -451,7 +472,8 @@ def main() -> None:
         cases = [(f"{args.attempts} prompts", case)]
     if not args.json:
         print(HEADER, flush=True)
-    commands = []
+    commands: list[str] = []
+    timelines: list[str] = []
     for title, case in cases:
         options = dict(zip(case[::2], case[1::2]))
         result = measure(
@@ -464,9 +486,16 @@ def main() -> None:
         if result["exit"] != 0:
             print(f"{title}: redline exited {result['exit']}\n{result['stderr']}", file=sys.stderr, flush=True)
         print(json.dumps(result) if args.json else row(title, result), flush=True)
+        if result.get("first_stored_s") is not None and result.get("last_stored_s") is not None:
+            between = result["last_stored_s"] - result["first_stored_s"]
+            timeline = f"first attempt stored at {result['first_stored_s']:.2f} s, last at {result['last_stored_s']:.2f} s, exit at {result['wall_s']:.2f} s"
+            if between > 0:
+                timeline += f" ({(result['attempts'] - 1) / between:,.0f} att/s in between)"
+            timelines.append(f"- {title}: {timeline}")
         commands.append(f"- {title}: `python bench/bench_throughput.py {' '.join(case)}` runs `{result['command']}`")
     if not args.json:
         print("\n" + "\n".join(commands))
+        print("\nTimeline of the median scan (its store polled every 50 ms):\n" + "\n".join(timelines))
 
 
 if __name__ == "__main__":

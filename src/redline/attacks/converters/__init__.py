@@ -2,7 +2,7 @@
 
 ``redline scan --probes harmful --converters base64,leetspeak`` applies the converters in the
 order given. A spec is ``NAME`` or ``NAME:ARG`` (``translate:fr``, ``spacing:-``,
-``base64:bare``). Third parties add converters through the ``redline.attacks.converters`` entry-point
+``base64:bare``). Third parties add converters through the ``redline.converters`` entry-point
 group (a :class:`Converter` subclass).
 """
 

@@ -6,7 +6,7 @@ strategy (see :mod:`redline.attacks.strategies.base`). Built in: ``escalation`` 
 (redline's own), and the published attacks ``crescendo`` (Russinovich et al. 2024), ``pair``
 (Chao et al. 2023), ``tap`` (Mehrotra et al. 2023) and ``best-of-n`` or ``bon`` (Hughes et al.
 2024), each in its module. Strategies are found by name in :data:`strategies`; third
-parties add their own (a :class:`StrategyProbe` subclass) through the ``redline.attacks.strategies``
+parties add their own (a :class:`StrategyProbe` subclass) through the ``redline.strategies``
 entry-point group.
 """
 
