@@ -488,9 +488,18 @@ def load_yaml(text: str) -> Any:
     ``problem`` and ``problem_mark``), and :class:`UntrustedInputError` for a document nested
     deeper than :data:`MAX_DEPTH`, expanding to more than :data:`MAX_YAML_VALUES` values, or with an
     alias inside its own anchor."""
+    import yaml  # optional at CLI start: loaded only when YAML is read
+
     loader = _bounded_loader()(text)
     try:
         return loader.get_single_data()
+    except yaml.YAMLError as exc:
+        # PyYAML 6.0.4 and later stop deep flow collections in their own scanner, before ours
+        if "nesting depth" not in str(getattr(exc, "problem", None) or exc):
+            raise
+        mark = getattr(exc, "problem_mark", None)
+        line = mark.line + 1 if mark is not None else None
+        raise UntrustedInputError(f"values nested more than {MAX_DEPTH} levels deep", line) from None
     finally:
         loader.dispose()
 
