@@ -10,7 +10,6 @@ import os
 import re
 import subprocess
 import sys
-import threading
 from dataclasses import replace
 from pathlib import Path
 
@@ -19,6 +18,7 @@ from rich.cells import cell_len
 from rich.console import Console
 
 from fakes import ScriptedGenerator
+from helpers.streams import SignallingStream
 from redline.cli import scan_run
 from redline.cli.progress import Heartbeat, clock_text, heartbeat_interval
 from redline.engine import ScanConfig, scan
@@ -306,24 +306,6 @@ def test_heartbeat_interval_from_the_environment():
     for bad in ("soon", "-1", "nan", "inf"):
         with pytest.raises(UsageError, match="REDLINE_HEARTBEAT"):
             heartbeat_interval({"REDLINE_HEARTBEAT": bad})
-
-
-class SignallingStream(io.StringIO):
-    """A stderr that tells waiting threads when something was written to it."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self._changed = threading.Condition()
-
-    def write(self, text: str) -> int:
-        with self._changed:
-            written = super().write(text)
-            self._changed.notify_all()
-        return written
-
-    def wait_for(self, text: str, timeout: float = 30) -> bool:
-        with self._changed:
-            return self._changed.wait_for(lambda: text in self.getvalue(), timeout)
 
 
 class GatedGenerator(ScriptedGenerator):

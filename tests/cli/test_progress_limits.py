@@ -4,13 +4,12 @@
 from __future__ import annotations
 
 import asyncio
-import io
-import threading
 import types
 
 from rich.console import Console
 
 from fakes import ScriptedGenerator
+from helpers.streams import SignallingStream
 from redline.cli import scan_run
 from redline.cli.progress import Heartbeat, RateColumn, limiter_note
 from redline.engine import ScanConfig
@@ -47,29 +46,11 @@ def test_the_progress_bar_s_rate_column_ends_with_the_note():
     assert "req/s" not in str(RateColumn().render(task))
 
 
-class Stream(io.StringIO):
-    """A stderr that tells waiting threads when something was written to it."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self._changed = threading.Condition()
-
-    def write(self, text: str) -> int:
-        with self._changed:
-            written = super().write(text)
-            self._changed.notify_all()
-        return written
-
-    def wait_for(self, text: str, timeout: float = 30) -> bool:
-        with self._changed:
-            return self._changed.wait_for(lambda: text in self.getvalue(), timeout)
-
-
 class LimitedGenerator(ScriptedGenerator):
     """A model whose rate limiter says the provider is limiting; it answers only once a progress
     line has said so."""
 
-    def __init__(self, stream: Stream) -> None:
+    def __init__(self, stream: SignallingStream) -> None:
         super().__init__("I can't help with that.", name="test.limited")
         self.stream = stream
         self.limiter = types.SimpleNamespace(status=lambda: LimiterStatus(40.0, 41.0, True, 7))
@@ -82,7 +63,7 @@ class LimitedGenerator(ScriptedGenerator):
 
 
 def test_a_scan_s_progress_line_says_when_the_provider_is_limiting(tmp_path, monkeypatch):
-    stream = Stream()
+    stream = SignallingStream()
     monkeypatch.setattr(scan_run, "err_console", Console(file=stream, highlight=False, emoji=False, soft_wrap=True))
     model = LimitedGenerator(stream)
     config = ScanConfig(model="test.limited", probes="harmful.Requests", sample=2, concurrency=1, cache=False)

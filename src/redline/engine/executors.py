@@ -26,7 +26,7 @@ from redline.engine.budget import Budget, MeteredGenerator, is_pause
 from redline.engine.config import ScanConfig
 from redline.errors import UsageError
 from redline.generators import Generator
-from redline.generators.cache import CachedGenerator
+from redline.generators.cache import CacheBackend, CachedGenerator
 from redline.probes import Probe
 from redline.probes.runner import AttemptRunner
 from redline.store import BatchWriter
@@ -44,6 +44,7 @@ __all__ = [
     "Work",
     "check_gpus_per_worker",
     "check_workers",
+    "scan_runner",
 ]
 
 #: The executors ``--executor`` takes.
@@ -118,6 +119,37 @@ class ExecutorConfig:
                     raise ExecutorError(f"{flag} {exc}, not {value!r}") from None
 
 
+def scan_runner(
+    config: ScanConfig,
+    generator: Generator,
+    *,
+    cache: CacheBackend | None,
+    budget: Budget | None,
+    on_drained: Callable[[], None] | None = None,
+) -> AttemptRunner:
+    """The :class:`~redline.probes.runner.AttemptRunner` of a scan's attempts.
+
+    Args:
+        config: the scan (generations per attempt, concurrency, detector options).
+        generator: the model under test.
+        cache: answers identical requests and takes the new answers; ``None``: no cache.
+        budget: counts what each request cost; ``None``: nothing is counted.
+        on_drained: called once every request has been answered.
+    """
+    active: Generator = CachedGenerator(generator, cache) if cache is not None else generator
+    if budget is not None:
+        active = MeteredGenerator(active, budget, cached=cache is not None)
+    return AttemptRunner(
+        active,
+        config.generations,
+        config.concurrency,
+        keep=False,
+        detector_options=config.detector_options,
+        skip_unavailable=config.skip_unavailable,
+        on_drained=on_drained,
+    )
+
+
 class Executor(ABC):
     """Runs phases 2 and 3 of a scan's attempts.
 
@@ -168,16 +200,11 @@ class InProcessExecutor(Executor):
             await self.generator.start()
 
     async def start(self, probes: Sequence[Probe], writer: BatchWriter) -> None:
-        active: Generator = CachedGenerator(self.generator, writer) if self.config.cache else self.generator
-        if self.budget is not None:  # counts what each request cost
-            active = MeteredGenerator(active, self.budget, cached=self.config.cache)
-        self._runner = AttemptRunner(
-            active,
-            self.config.generations,
-            self.config.concurrency,
-            keep=False,
-            detector_options=self.config.detector_options,
-            skip_unavailable=self.config.skip_unavailable,
+        self._runner = scan_runner(
+            self.config,
+            self.generator,
+            cache=writer if self.config.cache else None,
+            budget=self.budget,
             on_drained=writer.hurry,  # the last attempts are not held for the commit interval
         )
         await self._runner.start_detectors(probes)

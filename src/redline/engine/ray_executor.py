@@ -47,11 +47,10 @@ from typing import Any
 
 from redline.attempt import Attempt
 from redline.detectors import DetectorUnavailable
-from redline.engine.budget import AttemptCosts, Budget, Estimate, MeteredGenerator, RequestShape, is_pause, wait_out
+from redline.engine.budget import AttemptCosts, Budget, Estimate, RequestShape, is_pause, wait_out
 from redline.engine.config import ScanConfig
-from redline.engine.executors import Executor, ExecutorConfig, ExecutorUnavailable, OnDone, Work
+from redline.engine.executors import Executor, ExecutorConfig, ExecutorUnavailable, OnDone, Work, scan_runner
 from redline.generators import Generator, GeneratorUnavailable, get_generator
-from redline.generators.cache import CachedGenerator
 from redline.lve.limits import CheckerLimits, configure_shared_pool, shared_pool_limits
 from redline.probes import Probe
 from redline.probes.runner import AttemptRunner
@@ -150,18 +149,9 @@ class ScanWorker:
         generator.preflight()
         if not (self.cache is not None and generator.local):
             await generator.start()
-        active: Generator = CachedGenerator(generator, self.cache) if self.cache is not None else generator
         if self.costs is not None:
             self.costs.bind(RequestShape.of(generator, self.config.generations))
-            active = MeteredGenerator(active, self.costs, cached=self.cache is not None)
-        self.runner = AttemptRunner(
-            active,
-            self.config.generations,
-            self.config.concurrency,
-            keep=False,
-            detector_options=self.config.detector_options,
-            skip_unavailable=self.config.skip_unavailable,
-        )
+        self.runner = scan_runner(self.config, generator, cache=self.cache, budget=self.costs)
         measured = [p for p in self.probes.values() if not p.skip_reason]
         await self.runner.start_detectors(measured)
         runner = self.runner
