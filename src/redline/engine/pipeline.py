@@ -85,8 +85,7 @@ REPLACED_BY_JUDGE = "refusal.Compliance"
 
 #: Seconds a scan's store waits after a transaction before the next one, so that the attempts
 #: finishing meanwhile share it (a quiet scan's attempt, finishing later, is committed at once):
-#: fewer, larger transactions (``bench/bench_store_writer.py``); at most this much is added to the
-#: time an attempt waits.
+#: fewer, larger transactions; at most this much is added to the time an attempt waits.
 COMMIT_INTERVAL = 0.005
 
 #: A scan's new cache entries are written this many at a time, in key order (see

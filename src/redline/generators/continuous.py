@@ -207,7 +207,7 @@ class ContinuousBatcher:
         self._prefixes: collections.OrderedDict[tuple[int, ...], list[tuple[Any, Any]]] = collections.OrderedDict()
         self._stopping = threading.Event()
         self._thread: threading.Thread | None = None
-        #: Counters for tests and benchmarks: forward passes and prefill tokens computed/shared.
+        #: Counters: forward passes, and prefill tokens computed and shared.
         self.stats = collections.Counter[str]()
 
     # -- support -----------------------------------------------------------------------------------

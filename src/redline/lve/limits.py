@@ -2,7 +2,7 @@
 process's shared pool of them is to use (:func:`configure_shared_pool`).
 
 Kept apart from :mod:`redline.lve.isolation`, which runs the checkers, so that the command line
-and a scan's worker processes set the limits (``--checker-timeout``, ``--checker-memory``)
+and a scan's Ray actors set the limits (``--checker-timeout``, ``--checker-memory``)
 without loading the LVE format, the checkers and the pool when no LVE is scanned.
 """
 

@@ -16,8 +16,6 @@ A garak-style probe — a list of prompts and a recommended detector — is :cla
 
 from __future__ import annotations
 
-import bisect
-import itertools
 import random
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -79,7 +77,6 @@ class LazyAttempts:
     def __init__(self, probe: Probe, one_prompt_items: OnePromptItems | None = None) -> None:
         self.probe = probe
         self.items = one_prompt_items
-        self._ends: list[int] | None = None
 
     def __len__(self) -> int:
         if self.items is not None:
@@ -93,33 +90,6 @@ class LazyAttempts:
                 for repetition in range(probe.num_repetitions):
                     yield probe.make_attempt(seq, item_index, item, prompt_index, prompt, repetition)
                     seq += 1
-
-    def between(self, start: int, stop: int) -> Iterator[Attempt]:
-        """The attempts at positions ``start`` to ``stop - 1`` (``seq`` is the position; those
-        past the end are none), building only those: a scan's worker runs the stretches of
-        positions it claims (:func:`redline.engine.pipeline.attempts_to_run`)."""
-        probe, reps = self.probe, self.probe.num_repetitions
-        position = max(0, start)
-        if self.items is not None:  # one prompt each: straight to the item
-            for at in range(position, min(stop, len(self))):
-                item_index, repetition = divmod(at, reps)
-                item = self.items[item_index]
-                yield probe.make_attempt(at, item_index, item, 0, item.prompts[0], repetition)
-            return
-        if self._ends is None:  # where each item's attempts end, for a search
-            self._ends = list(itertools.accumulate(len(item.prompts) * reps for item in probe.probe_items))
-        ends, items = self._ends, probe.probe_items
-        item_index = bisect.bisect_right(ends, position)
-        while item_index < len(ends) and position < stop:
-            item, end = items[item_index], ends[item_index]
-            begin = end - len(item.prompts) * reps
-            while position < end and position < stop:
-                prompt_index, repetition = divmod(position - begin, reps)
-                yield probe.make_attempt(
-                    position, item_index, item, prompt_index, item.prompts[prompt_index], repetition
-                )
-                position += 1
-            item_index += 1
 
 
 class AuxiliaryModels(Protocol):

@@ -163,8 +163,7 @@ class Store:
 
     def checkpoint_behind(self) -> None:
         """Copy the write-ahead log into the file now, in a thread of its own, while this
-        connection goes on reading (a scan's phase 4, after its worker processes wrote their
-        attempts). The last connection to close the file does the same and deletes the log: this
+        connection goes on reading (a scan's phase 4, after its attempts were written). The last connection to close the file does the same and deletes the log: this
         one's :meth:`close` then has little left to do. A checkpoint that fails or finds the file
         busy leaves the work to that close."""
         if self._checkpointer is not None and self._checkpointer.is_alive():

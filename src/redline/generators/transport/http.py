@@ -102,8 +102,6 @@ class HTTPGenerator(RemoteGenerator):
         self._start_lock: asyncio.Lock | None = None
         self._proxies: dict[tuple[str, str], str | None] = {}
         self._targets: dict[str, tuple[str, dict[str, str] | None]] = {}
-        #: HTTP requests sent (with :attr:`retries`, for the summary of a benchmark or a test).
-        self.requests_sent = 0
 
     # -- connection ------------------------------------------------------------------------------
     def _api_key(self) -> str | None:
@@ -430,7 +428,6 @@ class HTTPGenerator(RemoteGenerator):
         async def attempt(index: int) -> Any:
             """One try: the answer, or :class:`TransientFailure` for one worth another try."""
             try:
-                self.requests_sent += 1
                 if semaphore is not None:
                     async with semaphore:
                         status, body, headers, charset = await exchange()

@@ -55,7 +55,7 @@ class RemoteGenerator(Generator):
         self.client_cert: str | None = values["client_cert"]
         self.client_key: str | None = values["client_key"]
         self._semaphore = asyncio.Semaphore(self.concurrency) if self.concurrency else None
-        #: Retries sent so far (for the summary of a benchmark or a test).
+        #: Retries sent so far.
         self.retries = 0
 
     @property
