@@ -129,6 +129,18 @@ async def https_server(context: ssl.SSLContext) -> AsyncIterator[str]:
         await runner.cleanup()
 
 
+def _drain(sock: socket.socket) -> None:
+    """Half-close ``sock`` and read what the client already sent, so that closing it sends FIN
+    after the alert rather than a reset that would discard the alert on the client's side."""
+    try:
+        sock.shutdown(socket.SHUT_WR)
+        sock.settimeout(5)
+        while sock.recv(65536):
+            pass
+    except OSError:
+        pass
+
+
 @contextmanager
 def alerting_server(context: ssl.SSLContext) -> Iterator[str]:
     """A blocking HTTPS server in a thread: unlike asyncio's, its TLS sends the alert that says
@@ -143,17 +155,18 @@ def alerting_server(context: ssl.SSLContext) -> Iterator[str]:
                 conn, _ = listener.accept()
             except OSError:  # the listener was closed
                 return
+            tls = context.wrap_socket(conn, server_side=True, do_handshake_on_connect=False)
             try:
-                with context.wrap_socket(conn, server_side=True) as tls:
-                    tls.recv(65536)
-                    body = json.dumps(ANSWER).encode()
-                    tls.sendall(
-                        b"HTTP/1.1 200 OK\r\ncontent-length: %d\r\nconnection: close\r\n\r\n%s" % (len(body), body)
-                    )
+                tls.do_handshake()
+                tls.recv(65536)
+                body = json.dumps(ANSWER).encode()
+                tls.sendall(
+                    b"HTTP/1.1 200 OK\r\ncontent-length: %d\r\nconnection: close\r\n\r\n%s" % (len(body), body)
+                )
             except OSError:  # the client sent no certificate: the alert is on its way
-                pass
+                _drain(tls)
             finally:
-                conn.close()
+                tls.close()
 
     thread = threading.Thread(target=serve, daemon=True)
     thread.start()
