@@ -2,8 +2,8 @@
 the same server in the same run; and peak memory as attempts grow.
 
 Starts an OpenAI-compatible mock server (raw asyncio, its own process, 127.0.0.1) with a set
-latency and fault rate, then runs the real CLI as a subprocess on a JSONL dataset of ``--attempts``
-prompts::
+latency (a completion's: the model list answers at once, as a real server's does) and fault rate,
+then runs the real CLI as a subprocess on a JSONL dataset of ``--attempts`` prompts::
 
     OPENAI_API_KEY=dummy redline scan -m openai:bench --base-url http://127.0.0.1:PORT/v1 -c 64 \\
         --dataset prompts.jsonl --store bench.db
@@ -119,7 +119,7 @@ class MockProtocol(asyncio.Protocol):
             response = _http(200, "OK", ANSWERS[body_len % 2])
         if not is_get:
             MockProtocol.posts += 1
-        if self.latency:
+        if self.latency and not is_get:  # the latency is a completion's: a model list is at hand
             asyncio.get_running_loop().call_later(self.latency, self._write, response)
         else:
             self.transport.write(response)

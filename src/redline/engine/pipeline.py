@@ -26,10 +26,10 @@ attempts are rebuilt deterministically and those already stored are skipped.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from collections.abc import Sequence as SequenceABC
-from dataclasses import replace
-from typing import Any
+from dataclasses import dataclass, replace
+from typing import Any, cast
 
 from redline.attacks.pool import close_model_pools
 from redline.attacks.wiring import apply_scan_options
@@ -191,6 +191,47 @@ class StoredAttempts(SequenceABC):
         if self._loaded is None:
             self._loaded = list(self.store.iter_attempts(self.run_id, self.probe, errored=False))
         return self._loaded[index]
+
+
+class StoredNotes(SequenceABC):
+    """The notes of the non-errored stored attempts of one probe, each as an object with a
+    ``notes`` attribute: phase 4 for a probe whose metric calculators read nothing else
+    (:attr:`~redline.evaluation.MetricCalculator.notes_only`). Iterating streams them from the
+    store; ``len()`` counts them in SQL; indexing loads them all once."""
+
+    def __init__(self, store: Store, run_id: str, probe: str) -> None:
+        self.store, self.run_id, self.probe = store, run_id, probe
+        self._loaded: list[AttemptNotes] | None = None
+
+    def __iter__(self) -> Iterator[AttemptNotes]:
+        if self._loaded is not None:
+            return iter(self._loaded)
+        return map(AttemptNotes, self.store.iter_attempt_notes(self.run_id, self.probe, errored=False))
+
+    def __len__(self) -> int:
+        if self._loaded is not None:
+            return len(self._loaded)
+        return self.store.count_attempts(self.run_id, self.probe, errored=False)
+
+    def __getitem__(self, index: Any) -> Any:
+        if self._loaded is None:
+            self._loaded = list(self)
+        return self._loaded[index]
+
+
+@dataclass(frozen=True, slots=True)
+class AttemptNotes:
+    """A stored attempt's notes, read without the rest of the attempt."""
+
+    notes: dict[str, Any]
+
+
+def stored_for_metrics(store: Store, run_id: str, probe: Probe) -> Sequence[Attempt]:
+    """What phase 4 gives ``probe``'s metric calculators: its stored notes alone when every
+    calculator reads only notes, else its stored attempts."""
+    if all(calculator.notes_only for calculator in probe.metric_calculators):
+        return cast("Sequence[Attempt]", StoredNotes(store, run_id, probe.name))  # read as Noted
+    return StoredAttempts(store, run_id, probe.name)
 
 
 Source = tuple[Probe, AttemptSource, set[int]]
@@ -473,8 +514,7 @@ async def _scan(
 
             store.checkpoint_behind()  # the attempts written, copied into the file while phase 4 reads them
             for position, probe in enumerate(probes):  # phase 4
-                stored_attempts = StoredAttempts(store, run_id, probe.name)
-                metrics = probe.calculate_metrics(stored_attempts)
+                metrics = probe.calculate_metrics(stored_for_metrics(store, run_id, probe))
                 marks = probe.calculate_marks(metrics)
                 result: dict[str, Any] = {
                     "metrics": {k: m.as_dict() for k, m in metrics.items()},

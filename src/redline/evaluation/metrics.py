@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, ClassVar, Protocol
 
 from redline.attempt import Attempt
 from redline.evaluation.judgment import FAIL, PASS, UNDETECTED
@@ -16,6 +16,7 @@ __all__ = [
     "FailureRateCalculator",
     "Metric",
     "MetricCalculator",
+    "Noted",
     "bootstrap_ci",
     "category_of",
     "wilson_interval",
@@ -72,8 +73,19 @@ class Metric:
         )
 
 
+class Noted(Protocol):
+    """What a notes-only calculator reads of an attempt: its ``notes``."""
+
+    @property
+    def notes(self) -> dict[str, Any]: ...
+
+
 class MetricCalculator:
     """Base class: :meth:`calculate` maps evaluated attempts to named :class:`Metric` objects."""
+
+    #: ``True`` when :meth:`calculate` reads nothing of an attempt but its ``notes``: phase 4 then
+    #: gives it the stored notes alone (objects with a ``notes`` attribute, see :class:`Noted`).
+    notes_only: ClassVar[bool] = False
 
     def calculate(self, attempts: Sequence[Attempt]) -> dict[str, Metric]:
         raise NotImplementedError
@@ -89,7 +101,9 @@ class FailureRateCalculator(MetricCalculator):
     per-category rates are computed from.
     """
 
-    def calculate(self, attempts: Sequence[Attempt]) -> dict[str, Metric]:
+    notes_only = True
+
+    def calculate(self, attempts: Sequence[Noted]) -> dict[str, Metric]:
         failed = passed = undetected = 0
         # per category: [failed, passed, undetected], in the order categories first appear
         by_category: dict[str, list[int]] = {}
