@@ -160,6 +160,9 @@ def test_list_commands():
     [
         (("scan", "--probes", "nosuch", "-m", "test.echo"), ("unknown probe 'nosuch'",)),
         (("scan", "--model", "nosuch:thing"), ("unknown generator 'nosuch'",)),
+        (("scan", "--model", "gpt-4o-mini"), ("unknown generator 'gpt-4o-mini'; did you mean openai:gpt-4o-mini?",)),
+        (("scan", "--model", "llama3"), ("a model name follows its family: ollama:llama3",)),
+        (("scan", "--probes", "harmfull", "-m", "test.echo"), ("unknown probe 'harmfull'; did you mean harmful,",)),
         (("scan", "--bogus-option"), ("no such option: --bogus-option",)),
         (("scan", "--generations", "0", "-m", "test.echo"), ("--generations",)),
         (("scan", "--model", "openai:gpt-4o-mini"), ("missing API key", "OPENAI_API_KEY")),

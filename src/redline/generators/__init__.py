@@ -13,6 +13,7 @@ Each family declares its options as :class:`GeneratorOption` specs (``option_spe
 
 from __future__ import annotations
 
+import difflib
 import functools
 from typing import Any
 
@@ -68,8 +69,29 @@ def get_generator(spec: str, **options: Any) -> Generator:
     family, model = split_spec(spec)
     if not family:
         raise UnknownPluginError("empty model spec: use FAMILY[:MODEL], e.g. openai:gpt-4o-mini")
+    if not model and family not in generators.names():
+        raise UnknownPluginError(
+            f"unknown generator {family!r}; {_family_hint(family)} (see 'redline list generators')"
+        )
     cls = generators.load(family)
     return cls(model, **{k: v for k, v in options.items() if v is not None})
+
+
+def _family_hint(name: str) -> str:
+    """What to write instead of a bare model name: its family guessed from the name's form."""
+    lowered = name.lower()
+    if lowered.startswith(("gpt-", "gpt4", "o1", "o3", "o4", "chatgpt", "text-davinci")):
+        return f"did you mean openai:{name}? A model name follows its family"
+    if lowered.startswith(("claude", "gemini", "command", "bedrock/", "vertex_ai/")):
+        return f"did you mean litellm:{name}? A model name follows its family"
+    if "/" in name:
+        return f"did you mean hf:{name} (a local Hugging Face model), or openai:{name} with --base-url?"
+    if any(c.isdigit() for c in name):
+        return f"a model name follows its family: ollama:{name}, or openai:{name} with --base-url"
+    close = difflib.get_close_matches(name, generators.names(), n=3, cutoff=0.5)
+    if close:
+        return f"did you mean {', '.join(close)}?"
+    return f"a model is FAMILY:MODEL, e.g. openai:{name} with --base-url, or ollama:{name}"
 
 
 @functools.cache

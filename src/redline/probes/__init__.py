@@ -154,7 +154,11 @@ def _expand(entry: str, default: bool) -> list[str]:
         matched = [n for n in names if _probe_class(n).active and entry in _probe_class(n).tags]
     if not matched:
         families = sorted({n.split(".")[0] for n in names})
-        raise UnknownPluginError(probes.unknown_message(entry).replace(")", f"; families: {', '.join(families)})"))
+        close = difflib.get_close_matches(entry, families + names, n=4, cutoff=0.5)
+        hint = f"; did you mean {', '.join(close)}?" if close else ""
+        raise UnknownPluginError(
+            f"unknown probe {entry!r}{hint} (see 'redline list probes'; families: {', '.join(families)})"
+        )
     return matched
 
 
