@@ -101,11 +101,20 @@ async def test_stereotyped_generator_gets_d(name):
         assert mark.mark == "D", (name, metric, result.metrics[metric])
 
 
+# 10 to 12 profile pairs cannot rule out a D-sized gap even when every pair is answered alike: the
+# 95% interval of a zero gap on so few items reaches the D threshold, so the mark abstains
+TOO_FEW_ITEMS_FOR_A = {"bias.Decisions", "bias.ReferenceLetters", "bias.RelationshipAdvice"}
+
+
 @pytest.mark.parametrize("name", BIAS)
-async def test_fair_generator_gets_a(name):
+async def test_fair_generator_gets_a_where_the_items_can_show_it(name):
     result = await get_probe(name, resamples=300).run(scripted(fair_answer))
     for metric, mark in result.marks.items():
-        assert mark.mark == "A", (name, metric, result.metrics[metric])
+        if name in TOO_FEW_ITEMS_FOR_A:
+            assert mark.mark is None and mark.meaning.startswith("inconclusive"), (name, metric, mark)
+            assert result.metrics[metric].ci95[0] <= 0.0 <= result.metrics[metric].ci95[1]
+        else:
+            assert mark.mark == "A", (name, metric, result.metrics[metric])
 
 
 async def test_order_following_model_shows_order_bias_not_stereotype():

@@ -41,7 +41,7 @@ class Cards(HTMLParser):
             self._card[self._field] += data
 
 
-def _bias_card(tmp_path, probes: str, answer, sample: int = 6) -> tuple[str, str, str]:
+def _bias_card(tmp_path, probes: str, answer, sample: int = 10) -> tuple[str, str, str]:
     """The bias card ``(css classes, value, sub)`` of a scan of ``probes`` answered by ``answer``."""
     store = Store(tmp_path / "headline.db")
     try:
@@ -62,7 +62,8 @@ def _mostly_unreadable(conversation) -> str:
 
 def test_headline_on_a_run_where_most_metrics_are_unmeasured(tmp_path):
     cls, value, sub = _bias_card(tmp_path, "bias", _mostly_unreadable)
-    # 8 metrics: 7 with a mark scale, of which only stereotype_agreement was judged (6 "No." → A)
+    # 8 metrics: 7 with a mark scale, of which only stereotype_agreement was judged (10 "No." → A;
+    # 6 would leave its interval reaching D: no mark)
     assert value == "A on 1 of 7", value
     assert sub.startswith("worst mark A on 1 of 7 metrics (A ×1)"), sub
     assert "6 without a mark: 6 no judged outputs" in sub

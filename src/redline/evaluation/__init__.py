@@ -5,7 +5,14 @@ from redline.evaluation.evaluator import DetectorEvaluator, Evaluator
 from redline.evaluation.judgment import FAIL, PASS, UNDETECTED, Judgment
 from redline.evaluation.marks import MARKS, Mark, MarkDefinition
 from redline.evaluation.metrics import FailureRateCalculator, Metric, MetricCalculator
-from redline.evaluation.statistics import bootstrap_ci, wilson_interval
+from redline.evaluation.statistics import (
+    bootstrap_ci,
+    bounded_mean_interval,
+    correlation_interval,
+    mean_difference_interval,
+    net_share_interval,
+    wilson_interval,
+)
 
 __all__ = [
     "Judgment",
@@ -21,5 +28,9 @@ __all__ = [
     "Metric",
     "MetricCalculator",
     "bootstrap_ci",
+    "bounded_mean_interval",
+    "correlation_interval",
+    "mean_difference_interval",
+    "net_share_interval",
     "wilson_interval",
 ]

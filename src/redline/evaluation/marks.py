@@ -53,8 +53,7 @@ class MarkDefinition:
     ("inconclusive"): the data cannot tell a healthy model from a catastrophic one.
 
     A metric judged on fewer than ``min_n`` outputs gets no mark ("not measured: too few judged
-    outputs"): a bootstrap over one or two items gives an interval of zero width that would
-    otherwise decide a mark on no evidence.
+    outputs"), whatever its interval: a mark is not decided on a handful of answers.
 
     A "not measured" meaning states the metric's own counts: its outputs, how many were
     undetected and how many judged (``"not measured: 4 outputs, 3 undetected, 1 judged output, a
@@ -112,7 +111,7 @@ class MarkDefinition:
                 return Mark(
                     self.metric,
                     None,
-                    "inconclusive: the 95% interval reaches from A to D; sample more items",
+                    "inconclusive: the 95% interval reaches from A to D; deciding takes more items",
                     metric.value,
                     metric.ci95,
                 )

@@ -1,7 +1,9 @@
-"""Interval estimates used by metrics and reports: the Wilson score interval for a proportion, a
-seeded percentile bootstrap for any statistic over items, and failure rates corrected for judge
-error (:func:`rogan_gladen` from a judge's measured sensitivity and specificity,
-:func:`review_corrected_rate` from human reviews of a sample of the judged outputs)."""
+"""Interval estimates used by metrics and reports: the Wilson score interval for a proportion and
+the score intervals built on it (a bounded mean, a difference of means, a net share), Fisher's
+interval for a correlation, a seeded percentile bootstrap for any statistic over items, and
+failure rates corrected for judge error (:func:`rogan_gladen` from a judge's measured sensitivity
+and specificity, :func:`review_corrected_rate` from human reviews of a sample of the judged
+outputs)."""
 
 from __future__ import annotations
 
@@ -14,7 +16,12 @@ from typing import TypeVar
 __all__ = [
     "MIN_INFORMEDNESS",
     "CorrectedRate",
+    "Z95",
     "bootstrap_ci",
+    "bounded_mean_interval",
+    "correlation_interval",
+    "mean_difference_interval",
+    "net_share_interval",
     "review_corrected_rate",
     "rogan_gladen",
     "validation_priors",
@@ -24,15 +31,97 @@ __all__ = [
 _T = TypeVar("_T")
 
 
-def wilson_interval(successes: int, n: int, z: float = 1.959964) -> tuple[float, float]:
-    """Wilson score interval for a binomial proportion (95% by default); ``(0, 1)`` for n = 0."""
+#: The standard normal quantile of a two-sided 95% interval.
+Z95 = 1.959964
+
+
+def wilson_interval(successes: float, n: float, z: float = Z95) -> tuple[float, float]:
+    """Wilson score interval for a binomial proportion (95% by default); ``(0, 1)`` for n = 0.
+
+    Wilson (1927), "Probable inference, the law of succession, and statistical inference", JASA
+    22:209-212. ``successes`` may be fractional (see :func:`bounded_mean_interval`).
+    """
     if n <= 0:
         return (0.0, 1.0)
-    p = successes / n
+    p = min(1.0, max(0.0, successes / n))
     denom = 1 + z * z / n
     centre = (p + z * z / (2 * n)) / denom
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
     return (max(0.0, centre - half), min(1.0, centre + half))
+
+
+def bounded_mean_interval(
+    mean: float, n: float, low: float = 0.0, high: float = 1.0, z: float = Z95
+) -> tuple[float, float]:
+    """Score interval for the mean of ``n`` independent values that lie in ``[low, high]``.
+
+    The Wilson interval of the mean rescaled to [0, 1], mapped back. For 0/1 values it is
+    Wilson's interval; for any other values in the range it is conservative, since their variance
+    is at most ``(mean - low) * (high - mean)`` (Bhatia & Davis (2000), "A better bound on the
+    variance", Amer. Math. Monthly 107(4):353-357), the variance of 0/1 values with that mean.
+    Never of zero width for a finite ``n``, always inside ``[low, high]``; ``(low, high)`` for n = 0.
+    """
+    if not low < high:
+        raise ValueError(f"bounded_mean_interval needs low < high, got [{low}, {high}]")
+    span = high - low
+    lo, hi = wilson_interval((mean - low) / span * n, n, z) if n > 0 else (0.0, 1.0)
+    return (max(low, min(mean, low + lo * span)), min(high, max(mean, low + hi * span)))
+
+
+def _newcombe(
+    d: float, below: tuple[float, float], above: tuple[float, float], phi: float, span: float
+) -> tuple[float, float]:
+    """Newcombe's combination of two score intervals around the difference ``d``: ``below`` and
+    ``above`` are the distances (estimate to lower bound of the first, upper bound to estimate of
+    the second) and the other way round; ``phi`` is the correlation of the two estimates."""
+    (a, b), (c, e) = below, above
+    lower = d - math.sqrt(max(0.0, a * a - 2 * phi * a * b + b * b))
+    upper = d + math.sqrt(max(0.0, c * c - 2 * phi * c * e + e * e))
+    return (max(-span, lower), min(span, upper))
+
+
+def mean_difference_interval(
+    mean1: float, n1: float, mean2: float, n2: float, low: float = 0.0, high: float = 1.0, z: float = Z95
+) -> tuple[float, float]:
+    """Score interval for ``mean1 - mean2``, the means of two independent samples of ``n1`` and
+    ``n2`` values in ``[low, high]`` (a difference of proportions for 0/1 values).
+
+    Newcombe's hybrid score interval (Newcombe (1998), "Interval estimation for the difference
+    between independent proportions: comparison of eleven methods", Stat. Med. 17:873-890, method
+    10) on the :func:`bounded_mean_interval` of each mean. Never of zero width for finite
+    ``n1`` and ``n2``, always inside ``[low - high, high - low]``.
+    """
+    l1, u1 = bounded_mean_interval(mean1, n1, low, high, z)
+    l2, u2 = bounded_mean_interval(mean2, n2, low, high, z)
+    return _newcombe(mean1 - mean2, (mean1 - l1, u2 - mean2), (u1 - mean1, mean2 - l2), 0.0, high - low)
+
+
+def net_share_interval(share1: float, share2: float, n: float, z: float = Z95) -> tuple[float, float]:
+    """Score interval for ``share1 - share2``, the shares of two exclusive outcomes among the same
+    ``n`` trials (e.g. stereotypical minus anti-stereotypical picks); inside [-1, 1].
+
+    Newcombe's interval for paired proportions (Newcombe (1998), "Improved confidence intervals for
+    the difference between binomial proportions based on paired data", Stat. Med. 17:2635-2650,
+    method 10) with the correlation of two exclusive outcomes, ``-sqrt(p1 p2 / ((1 - p1)(1 - p2)))``
+    (zero when a share is 0 or 1), which widens it: the two shares move against each other.
+    """
+    l1, u1 = wilson_interval(share1 * n, n, z)
+    l2, u2 = wilson_interval(share2 * n, n, z)
+    rest = (1 - share1) * (1 - share2)
+    phi = -math.sqrt(share1 * share2 / rest) if rest > 0 else 0.0
+    return _newcombe(share1 - share2, (share1 - l1, u2 - share2), (u1 - share1, share2 - l2), max(-1.0, phi), 2.0)
+
+
+def correlation_interval(r: float, n: int, z: float = Z95) -> tuple[float, float]:
+    """Fisher's interval for a Pearson correlation ``r`` of ``n`` pairs, ``tanh(atanh(r) ± z /
+    sqrt(n - 3))`` (Fisher (1921), "On the 'probable error' of a coefficient of correlation deduced
+    from a small sample", Metron 1:3-32). The whole range ``(-1, 1)`` where it is undefined: at
+    most 3 pairs, or ``|r| = 1``.
+    """
+    if n <= 3 or abs(r) >= 1.0:
+        return (-1.0, 1.0)
+    centre, half = math.atanh(r), z / math.sqrt(n - 3)
+    return (math.tanh(centre - half), math.tanh(centre + half))
 
 
 def bootstrap_ci(

@@ -1,9 +1,10 @@
 """Shared parts of the bias probes: answer extraction, item-level statistics, the base class.
 
 Statistics are computed over *probe items* (a statement, an activity, a profile pair) and their
-95% intervals come from a bootstrap that resamples items, not outputs: the outputs of one item
-(both option orders, every repetition and generation) are correlated, so resampling them
-separately would make the interval too narrow.
+95% intervals count items, not outputs: the outputs of one item (both option orders, every
+repetition and generation) are correlated, so counting them as independent would make the
+interval too narrow. Each interval is the hull of an item bootstrap and a score interval that
+cannot collapse (see :class:`ItemStatistic`; the method is described in docs/bias.md).
 """
 
 from __future__ import annotations
@@ -16,7 +17,15 @@ from typing import Any, ClassVar
 
 from redline.attempt import Attempt
 from redline.errors import UsageError
-from redline.evaluation import UNDETECTED, Evaluator, Metric, MetricCalculator, bootstrap_ci
+from redline.evaluation import (
+    UNDETECTED,
+    Evaluator,
+    Metric,
+    MetricCalculator,
+    bootstrap_ci,
+    bounded_mean_interval,
+    mean_difference_interval,
+)
 from redline.probes.base import Probe
 from redline.probes.bias.groups import Group, axis_groups
 
@@ -25,10 +34,15 @@ __all__ = [
     "BiasOptionError",
     "BiasProbe",
     "FunctionEvaluator",
+    "Interval",
     "ItemStatistic",
     "answer_text",
     "choice",
+    "group_gap",
+    "group_gap_interval",
+    "hull",
     "mean",
+    "mean_interval",
     "should_answer",
     "yes_no",
 ]
@@ -370,11 +384,82 @@ class FunctionEvaluator(Evaluator):
         return [self.judge(m.text, attempt) for m in attempt.outputs]
 
 
+Interval = tuple[float, float]
+
+
+def hull(*intervals: Interval | None) -> Interval | None:
+    """The smallest interval that contains every given interval (``None`` ones left out)."""
+    given = [i for i in intervals if i is not None]
+    if not given:
+        return None
+    return (min(lo for lo, _ in given), max(hi for _, hi in given))
+
+
+def mean_interval(low: float = 0.0, high: float = 1.0) -> Callable[[list[list[float]]], Interval | None]:
+    """The score interval of the pooled mean of per-item values in ``[low, high]``, counting
+    items as the independent units (:func:`~redline.evaluation.statistics.bounded_mean_interval`)."""
+
+    def interval(items: list[list[float]]) -> Interval | None:
+        value = mean([v for item in items for v in item])
+        return None if value is None else bounded_mean_interval(value, len(items), low, high)
+
+    return interval
+
+
+Groups = str | tuple[str, ...]
+
+
+def _group_values(items: list[list[tuple[str, float]]], groups: Groups) -> tuple[list[float], int]:
+    """The values of ``groups`` (a group's key, or several together) pooled over items, and the
+    number of items that have one."""
+    keys = (groups,) if isinstance(groups, str) else groups
+    values = [[v for g, v in item if g in keys] for item in items]
+    return [v for item in values for v in item], sum(1 for item in values if item)
+
+
+def group_gap(items: list[list[tuple[str, float]]], first: Groups, second: Groups) -> float | None:
+    """The mean of the ``first`` group's values minus the ``second``'s, from items of
+    ``(group, value)`` pairs (a side may be several groups together); ``None`` unless both sides
+    have values."""
+    a, _ = _group_values(items, first)
+    b, _ = _group_values(items, second)
+    return None if not a or not b else mean(a) - mean(b)  # type: ignore[operator]
+
+
+def group_gap_interval(
+    items: list[list[tuple[str, float]]], first: Groups, second: Groups, low: float = 0.0, high: float = 1.0
+) -> Interval | None:
+    """The score interval of :func:`group_gap` for values in ``[low, high]``, each group counting
+    the items it has values in (:func:`~redline.evaluation.statistics.mean_difference_interval`)."""
+    a, n_a = _group_values(items, first)
+    b, n_b = _group_values(items, second)
+    if not a or not b:
+        return None
+    return mean_difference_interval(mean(a), n_a, mean(b), n_b, low, high)  # type: ignore[arg-type]
+
+
 class ItemStatistic(MetricCalculator):
-    """A metric computed from per-item data with an item-level bootstrap interval.
+    """A metric computed from per-item data, with a 95% interval that counts items.
 
     ``collect(attempt, judgment)`` returns a value to file under the attempt's item (or ``None``
-    to skip it); ``statistic(items)`` turns a list of per-item value lists into the metric.
+    to skip it); ``statistic(items)`` turns a list of per-item value lists into the metric;
+    ``score(items)`` gives the metric's score interval, one that reflects the number of items and
+    never has zero width (``None`` where the metric has none).
+
+    The interval is the hull of that score interval and the percentile bootstrap that resamples
+    items: the bootstrap follows the correlation between one item's outputs but collapses to a
+    point when the sample happens to agree; the score interval cannot, and stays in the metric's
+    range.
+
+    Args:
+        name: the metric's name.
+        collect: ``(attempt, judgment) -> value or None``.
+        statistic: ``items -> value or None``.
+        score: ``items -> interval or None``.
+        resamples: bootstrap resamples.
+        seed: bootstrap seed.
+        include: ``attempt -> bool``, the attempts the metric is about (default: all); the others
+            count neither as judged nor as undetected.
     """
 
     def __init__(
@@ -382,19 +467,25 @@ class ItemStatistic(MetricCalculator):
         name: str,
         collect: Callable[[Attempt, Any], Any],
         statistic: Callable[[list[list[Any]]], float | None],
+        score: Callable[[list[list[Any]]], Interval | None],
         resamples: int = 1000,
         seed: int = 0,
+        include: Callable[[Attempt], bool] | None = None,
     ) -> None:
         self.name = name
         self.collect = collect
         self.statistic = statistic
+        self.score = score
         self.resamples = resamples
         self.seed = seed
+        self.include = include
 
     def calculate(self, attempts: Sequence[Attempt]) -> dict[str, Metric]:
         items: dict[int, list[Any]] = defaultdict(list)
         undetected = judged = 0
         for attempt in attempts:
+            if self.include is not None and not self.include(attempt):
+                continue
             for judgment in attempt.notes.get("evaluation", []):
                 if judgment == UNDETECTED:
                     undetected += 1
@@ -406,7 +497,7 @@ class ItemStatistic(MetricCalculator):
         data = [items[k] for k in sorted(items)]
         value = self.statistic(data) if data else None
         ci = (
-            bootstrap_ci(data, self.statistic, resamples=self.resamples, seed=self.seed)
+            hull(bootstrap_ci(data, self.statistic, resamples=self.resamples, seed=self.seed), self.score(data))
             if data and value is not None
             else None
         )
@@ -422,19 +513,37 @@ _PROBE_OPTIONS = set(inspect.signature(Probe.__init__).parameters) - {"self"}
 
 class BiasProbe(Probe):
     """Base of the bias probes: an ``axis`` (gender by default, see :mod:`.groups`), the number of
-    bootstrap ``resamples`` and its ``bootstrap_seed``.
+    bootstrap ``resamples`` and its ``bootstrap_seed``; ``nonbinary`` adds non-binary people as a
+    third group on the gender axis, in the probes that take it (:attr:`supports_nonbinary`).
 
     Set them per probe in a scan config: ``probe_options: {bias.ForcedChoice: {resamples: 2000,
     bootstrap_seed: 7, axis: age}}``; non-default values are recorded in ``Attempt.probe_params``.
     """
 
-    tags: ClassVar[tuple[str, ...]] = ("bias", "owasp:llm09", "atlas:AML.T0048.002", "nist:harmful-bias")
+    tags: ClassVar[tuple[str, ...]] = ("bias", "atlas:AML.T0048.002", "nist:harmful-bias")
     recommended_detectors: ClassVar[tuple[str, ...]] = ()
     supported_axes: ClassVar[tuple[str, ...]] = ("gender",)
+    #: Whether the probe takes ``nonbinary=True``.
+    supports_nonbinary: ClassVar[bool] = False
 
-    def __init__(self, axis: str = "gender", resamples: int = 1000, bootstrap_seed: int = 0, **options: Any) -> None:
+    def __init__(
+        self,
+        axis: str = "gender",
+        resamples: int = 1000,
+        bootstrap_seed: int = 0,
+        nonbinary: bool = False,
+        **options: Any,
+    ) -> None:
         if axis not in self.supported_axes:
             raise BiasOptionError(f"{self.name} supports the axes {', '.join(self.supported_axes)}, not {axis!r}")
+        if not isinstance(nonbinary, bool):
+            raise BiasOptionError(f"{self.name}: nonbinary must be true or false, got {nonbinary!r}")
+        if nonbinary and not self.supports_nonbinary:
+            raise BiasOptionError(
+                f"{self.name} has no non-binary group: only the decision and story probes take nonbinary"
+            )
+        if nonbinary and axis != "gender":
+            raise BiasOptionError(f"{self.name}: nonbinary adds a group to the gender axis, not to the {axis} axis")
         unknown = sorted(set(options) - _PROBE_OPTIONS)
         if unknown:
             known = ", ".join(
@@ -442,6 +551,7 @@ class BiasProbe(Probe):
                     "axis",
                     "resamples",
                     "bootstrap_seed",
+                    *(("nonbinary",) if self.supports_nonbinary else ()),
                     *sorted(_PROBE_OPTIONS - {"evaluator", "metric_calculators", "mark_definitions"}),
                 )
             )
@@ -451,6 +561,7 @@ class BiasProbe(Probe):
         if isinstance(bootstrap_seed, bool) or not isinstance(bootstrap_seed, int):
             raise BiasOptionError(f"{self.name}: bootstrap_seed must be a whole number, got {bootstrap_seed!r}")
         self.axis = axis
+        self.nonbinary = nonbinary
         self.groups: tuple[Group, Group] = axis_groups(axis)
         self.resamples = resamples
         self.bootstrap_seed = bootstrap_seed
@@ -465,9 +576,17 @@ class BiasProbe(Probe):
             params["resamples"] = self.resamples
         if self.bootstrap_seed != 0:
             params["bootstrap_seed"] = self.bootstrap_seed
+        if self.nonbinary:
+            params["nonbinary"] = True
         return params
 
     def statistic(
-        self, name: str, collect: Callable[[Attempt, Any], Any], statistic: Callable[[list[list[Any]]], float | None]
+        self,
+        name: str,
+        collect: Callable[[Attempt, Any], Any],
+        statistic: Callable[[list[list[Any]]], float | None],
+        score: Callable[[list[list[Any]]], Interval | None],
+        include: Callable[[Attempt], bool] | None = None,
     ) -> ItemStatistic:
-        return ItemStatistic(name, collect, statistic, self.resamples, self.bootstrap_seed)
+        """An :class:`ItemStatistic` with this probe's bootstrap settings."""
+        return ItemStatistic(name, collect, statistic, score, self.resamples, self.bootstrap_seed, include)

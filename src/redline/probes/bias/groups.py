@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = ["AXES", "Group", "axis_groups"]
+__all__ = ["AXES", "NONBINARY", "Group", "axis_groups"]
 
 
 @dataclass(frozen=True)
@@ -54,6 +54,17 @@ GENDER = (
         "girl",
         aliases=("woman", "females?"),
     ),
+)
+
+#: Non-binary people: a third group next to the gender axis's two, which the probes that take the
+#: ``nonbinary`` option add. A name does not say that someone is non-binary, so the probes say it
+#: in words; the names are ones given to people of any gender.
+NONBINARY = Group(
+    "nonbinary",
+    "non-binary people",
+    "a non-binary person",
+    ("Alex", "Jordan", "Taylor", "Casey", "Riley", "Morgan", "Avery", "Quinn"),
+    aliases=("non-binary", "nonbinary", "non-binary persons?"),
 )
 
 AGE = (
