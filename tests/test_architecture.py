@@ -16,7 +16,7 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "redline"
 LAYERS: list[set[str]] = [
     {"errors", "eventloop", "jsonio", "textsafety"},
     {"attempt", "plugins", "untrusted"},
-    {"hub", "text_encodings", "taxonomy"},
+    {"hub", "text_encodings", "taxonomy", "images", "attachments"},
     {"datasets"},
     {"generators"},
     {"detectors"},

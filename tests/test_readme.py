@@ -89,8 +89,14 @@ def redline_options() -> set[str]:
 
 def test_the_readme_installs_exactly_as_ci_does():
     install = readme_block("Install")
-    assert install and all(command.startswith("pip install") for command in install)
-    assert install == [command for command in ci_commands() if command.startswith("pip install")]
+    assert install[:2] == ["python -m venv .venv", "source .venv/bin/activate"]  # a fresh environment
+    packages = install[2:]
+    assert packages and all(command.startswith("pip install") for command in packages)
+    assert packages == [command for command in ci_commands() if command.startswith("pip install")]
+    ci = ci_commands()
+    made = next(i for i, c in enumerate(ci) if c.startswith('python3 -m venv "$venv"'))
+    assert ci[made + 1] == 'source "$venv/bin/activate"'  # CI installs into a fresh one too
+    assert made + 1 < min(i for i, c in enumerate(ci) if c.startswith("pip install"))
 
 
 def test_the_readme_test_command_is_the_one_ci_runs():

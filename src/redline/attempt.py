@@ -380,7 +380,8 @@ class Conversation:
         :class:`AttemptError`: sending its text alone would measure something else. With
         ``attachments=True`` an image attachment becomes an ``image_url`` content part after the
         text part: an ``http(s)://`` or ``data:`` URL as it is, a local file as a base64 ``data:``
-        URL. Other attachment types raise :class:`AttemptError`.
+        URL; a local WAV or MP3 file becomes an ``input_audio`` part. Other attachment types raise
+        :class:`AttemptError`.
 
         With ``tools=False`` (a model without tool calling) a conversation that offers tools or
         holds tool calls raises :class:`AttemptError` for the same reason. With ``tools=True`` an
@@ -414,7 +415,7 @@ class Conversation:
                     f"{message.data_path}; use a multimodal chat model (e.g. openai:MODEL)"
                 )
             parts: list[dict] = [{"type": "text", "text": message.text}] if message.text else []
-            parts.append({"type": "image_url", "image_url": {"url": _image_url(message)}})
+            parts.append(_attachment_part(message))
             messages.append({"role": turn.role, "content": parts})
         return messages
 
@@ -433,6 +434,29 @@ def _call_from_openai(call: Any, index: int) -> ToolCall:
     return ToolCall(id=str(call.get("id") or ""), name=function["name"], arguments=arguments)
 
 
+#: The ``format`` of an OpenAI ``input_audio`` part for each audio MIME type it takes.
+_AUDIO_FORMATS = {
+    "audio/wav": "wav",
+    "audio/x-wav": "wav",
+    "audio/wave": "wav",
+    "audio/mpeg": "mp3",
+    "audio/mp3": "mp3",
+}
+
+
+def _attachment_part(message: Message) -> dict:
+    """The content part of ``message``'s attachment: ``input_audio`` (base64) for a local WAV or
+    MP3 file, else ``image_url`` (see ``to_openai``)."""
+    mime = (message.data_type or (None, None))[0] or ""
+    path = str(message.data_path)
+    if mime in _AUDIO_FORMATS and not path.startswith(("http://", "https://", "data:")):
+        data = message.data
+        assert data is not None  # data_path is set, so reading it returned bytes or raised
+        encoded = base64.b64encode(data).decode("ascii")
+        return {"type": "input_audio", "input_audio": {"data": encoded, "format": _AUDIO_FORMATS[mime]}}
+    return {"type": "image_url", "image_url": {"url": _image_url(message)}}
+
+
 def _image_url(message: Message) -> str:
     """The URL a chat API receives for ``message``'s image attachment (see ``to_openai``)."""
     path = str(message.data_path)
@@ -441,7 +465,7 @@ def _image_url(message: Message) -> str:
     mime = (message.data_type or (None, None))[0] or ""
     if not mime.startswith("image/"):
         raise AttemptError(
-            f"attachment {path} is not an image ({mime or 'unknown type'}); chat models take images only"
+            f"attachment {path} is not an image or WAV/MP3 audio ({mime or 'unknown type'}); chat models take only those"
         )
     data = message.data
     assert data is not None  # data_path is set, so reading it returned bytes or raised

@@ -1,8 +1,11 @@
 """Compliance taxonomies that probes are tagged with: OWASP, MITRE ATLAS and NIST.
 
-Every probe carries at least one tag of each of the three systems in its ``tags`` (a test checks
-every registered probe); ``redline scan --probes owasp:llm01`` selects by tag, and the reports
-group findings by one framework (``redline report --framework owasp|atlas|nist``).
+Every framework tag of a probe is one reviewed against the framework's own definition, with the
+reason it fits, in ``redline/data/tag_review.toml`` (read by :func:`tag_review`); a probe carries
+at least one tag of each system unless that table says why none of its items fits (OWASP has no
+item for a harmful request asked plainly, none of the three for the refusal of a benign request).
+A test checks every registered probe. ``redline scan --probes owasp:llm01`` selects by tag, and the
+reports group findings by one framework (``redline report --framework owasp|atlas|nist``).
 
 Tags, written ``system:value``:
 
@@ -30,8 +33,13 @@ Any other tag (``harm:cbrn``, ``cwe:79``, ``jailbreak``) is free-form: it is sel
 from __future__ import annotations
 
 import difflib
+import functools
 import re
+import tomllib
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from importlib import resources
+from typing import Any
 
 from redline.plugins import UnknownPluginError
 
@@ -42,6 +50,7 @@ __all__ = [
     "FRAMEWORK_TITLES",
     "NIST_AI_600_1",
     "OWASP_LLM_2025",
+    "TagReview",
     "UnknownTagError",
     "category_name",
     "check_tag",
@@ -51,6 +60,8 @@ __all__ = [
     "normalise_tag",
     "shown",
     "tag_matches",
+    "tag_review",
+    "tag_reviews",
     "uncovered_categories",
 ]
 
@@ -257,3 +268,34 @@ def uncovered_categories(groups: Iterable[object], framework: str) -> list[str]:
         return []
     covered = {getattr(g, "tag", None) for g in groups}
     return [category_name(f"{framework}:{v}") for v in CATALOGUES[framework] if f"{framework}:{v}" not in covered]
+
+
+@dataclass(frozen=True)
+class TagReview:
+    """The reviewed framework tags of one probe (``redline/data/tag_review.toml``): ``tags``, the
+    tags it may carry, each with why it fits; ``none``, per framework none of whose items fits,
+    why."""
+
+    tags: Mapping[str, str]
+    none: Mapping[str, str]
+
+
+@functools.cache
+def tag_reviews() -> Mapping[str, Mapping[str, Any]]:
+    """The reviewed table as read: probe family or probe name → ``{tag: reason, "none":
+    {framework: reason}}``."""
+    text = resources.files("redline").joinpath("data/tag_review.toml").read_text(encoding="utf-8")
+    return tomllib.loads(text)
+
+
+def tag_review(probe: str) -> TagReview:
+    """The reviewed tags of ``probe`` (``family.Name``): its family's entry with the probe's own
+    added (empty for a probe the table does not know)."""
+    table = tag_reviews()
+    tags: dict[str, str] = {}
+    none: dict[str, str] = {}
+    for key in (probe.split(".", 1)[0], probe):
+        entry = table.get(key) or {}
+        tags.update({k: str(v) for k, v in entry.items() if k != "none"})
+        none.update({k: str(v) for k, v in (entry.get("none") or {}).items()})
+    return TagReview(tags=tags, none=none)

@@ -44,7 +44,8 @@ def seen(monkeypatch) -> list[Any]:
 
 def summary_without_run(out: str) -> dict[str, Any]:
     data = json.loads(out)
-    return {k: v for k, v in data.items() if k not in ("run_id", "created", "finished", "duration")}
+    # "cached": a second identical scan is answered from the response cache
+    return {k: v for k, v in data.items() if k not in ("run_id", "created", "finished", "duration", "cached")}
 
 
 def stored_config(db: Path, run_id: str) -> dict[str, Any]:

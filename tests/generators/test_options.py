@@ -18,6 +18,7 @@ from redline.generators import (
     known_generator_options,
 )
 from redline.generators.base import Generator
+from redline.generators.output import DEFAULT_MAX_TOKENS
 from redline.generators.transport import TRANSPORT_OPTIONS, number_option, read_transport_options
 
 
@@ -82,7 +83,7 @@ def test_defaults_are_applied_when_an_option_is_not_given():
     assert get_generator("smollm2").option_values["cache_mb"] == 1536
     openai = get_generator("openai:m")
     assert (openai.timeout, openai.max_retries, openai.backoff_base, openai.backoff_cap) == (60.0, 4, 0.5, 30.0)
-    assert openai.max_tokens is None and openai.concurrency is None and openai.limiter.rpm is None
+    assert openai.max_tokens == DEFAULT_MAX_TOKENS and openai.concurrency is None and openai.limiter.rpm is None
     assert openai.api == "chat" and get_generator("openai-completions:m").api == "completions"
     assert get_generator("llamacpp:/m.gguf").n_threads == (os.cpu_count() or 1)
     rest = get_generator("rest:x", url="http://h/x", response_path="a")

@@ -13,6 +13,7 @@ from fakes import ScriptedGenerator
 from redline.attempt import Attempt, Conversation
 from redline.detectors import detectors
 from redline.probes import get_probe, probes
+from redline.taxonomy import tag_review
 
 __all__ = ["assert_declares_itself", "failure_rate", "members"]
 
@@ -29,9 +30,10 @@ def assert_declares_itself(name: str, detector: str, min_items: int = 10) -> Non
     cls = probes.load(name)
     assert cls.name == name and cls.active
     assert cls.goal and cls.description
-    assert any(re.fullmatch(r"owasp:llm(0[1-9]|10)", t) for t in cls.tags), cls.tags
-    assert any(re.fullmatch(r"atlas:AML\.T\d{4}(\.\d{3})?", t) for t in cls.tags), cls.tags
-    assert any(t.startswith("nist:") for t in cls.tags), cls.tags
+    none = tag_review(name).none  # a framework with no fitting item, as reviewed
+    assert "owasp" in none or any(re.fullmatch(r"owasp:llm(0[1-9]|10)", t) for t in cls.tags), cls.tags
+    assert "atlas" in none or any(re.fullmatch(r"atlas:AML\.T\d{4}(\.\d{3})?", t) for t in cls.tags), cls.tags
+    assert "nist" in none or any(t.startswith("nist:") for t in cls.tags), cls.tags
     assert cls.recommended_detectors == (detector,) and detector in detectors
     probe = cls()
     texts = [repr(p.conversation().as_dict()) for item in probe.probe_items for p in item.prompts]

@@ -58,7 +58,7 @@ def test_family_has_six_probes_one_per_weakness() -> None:
 def test_probe_declares_itself(name: str) -> None:
     assert_declares_itself(name, "code.InsecurePattern", min_items=12)
     probe = get_probe(name)
-    assert "owasp:llm05" in probe.tags and "nist:information-security" in probe.tags
+    assert "owasp:llm09" in probe.tags and "nist:information-security" in probe.tags
     assert any(t.startswith("cwe:") for t in probe.tags)
     assert {i.prompts[0].metadata["weakness"] for i in probe.probe_items} == {probe.weakness}
 

@@ -20,15 +20,19 @@ from redline.taxonomy import (
     is_known,
     normalise_tag,
     tag_matches,
+    tag_review,
 )
 
 
 @pytest.mark.parametrize("name", probes.names())
 def test_every_registered_probe_is_mapped_to_the_three_frameworks(name: str) -> None:
-    """Iterates the registry: probes other modules add are held to it as well."""
+    """Iterates the registry: probes other modules add are held to it as well. A framework none of
+    whose items fits the probe is left out, with the reason in the reviewed table."""
     cls = probes.load(name)
     for framework in FRAMEWORKS:
-        assert framework_tags(cls.tags, framework), f"{name} has no {framework}: tag (tags: {cls.tags})"
+        assert framework_tags(cls.tags, framework) or framework in tag_review(name).none, (
+            f"{name} has no {framework}: tag (tags: {cls.tags})"
+        )
     unknown = [t for t in cls.tags if not is_known(t)]
     assert not unknown, f"{name}: tags not in redline.taxonomy: {unknown}"
     assert all(normalise_tag(t) == t for t in cls.tags if framework_of(t)), f"{name}: write tags as {cls.tags}"

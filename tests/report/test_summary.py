@@ -100,7 +100,21 @@ def test_the_json_is_the_typed_summary_as_dict(store, run_id):
     summary = build_summary(store, run_id)
     data = run_summary(store, run_id)
     assert data == summary.as_dict()
-    assert list(data) == ["run_id", "model", "status", "created", "generations", "probes", "compliance"]
+    assert list(data) == [
+        "run_id",
+        "model",
+        "status",
+        "created",
+        "generations",
+        "outcome",
+        "attempts",
+        "errored",
+        "error_reasons",
+        "cached",
+        "answers",
+        "probes",
+        "compliance",
+    ]
     assert (summary.run_id, summary.model, summary.status, summary.generations) == (
         run_id,
         "test.echo",

@@ -193,7 +193,7 @@ def test_a_run_with_a_password_in_its_base_url_resumes_only_when_given_it_again(
         assert changed.exit_code == 1 and PASSWORD not in changed.output
         posts = len(server.headers)
 
-        resumed = cli("scan", "--resume", run.run_id, "--base-url", url, "--store", str(db))
+        resumed = cli("scan", "--resume", run.run_id, "--base-url", url, "--store", str(db), "--trust-settings")
         assert resumed.exit_code == 0, resumed.output
         assert len(server.headers) > posts and server.headers[-1]["Authorization"] == f"Basic {BASIC}"
     with Store(db) as store:

@@ -315,10 +315,10 @@ def test_probe_results_come_back_in_position_order(store):
     assert results["probe.C"].as_dict() == {"metrics": {"failure_rate": {"value": 0.5}}}
     assert results["probe.B"].as_dict() == {"marks": {"failure_rate": {"mark": "B"}}}
     # saving a probe's result again replaces it (and its position)
-    store.save_probe_result(run_id, "probe.A", 3, {"metrics": {"x": 1}})
+    store.save_probe_result(run_id, "probe.A", 3, {"metrics": {"x": {"value": 1}}})
     results = store.probe_results(run_id)
     assert list(results) == ["probe.B", "probe.C", "probe.A"]
-    assert results["probe.A"] == ProbeResultRecord("probe.A", 3, {"metrics": {"x": 1}})
+    assert results["probe.A"] == ProbeResultRecord("probe.A", 3, {"metrics": {"x": {"value": 1}}})
     assert store.probe_results(store.create_run("m", {})) == {}
 
 

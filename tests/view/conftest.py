@@ -42,13 +42,13 @@ def large_store(tmp_path_factory) -> tuple[Path, str]:
 
 @pytest.fixture
 def counted_reads(monkeypatch) -> list[tuple]:
-    """The arguments of every ``Store.iter_attempt_dicts`` call."""
+    """The arguments of every ``Store.iter_attempt_entries`` call (the view's reads of attempts)."""
     reads: list[tuple] = []
-    original = Store.iter_attempt_dicts
+    original = Store.iter_attempt_entries
 
     def counted(self, *args, **kwargs):
         reads.append(args)
         return original(self, *args, **kwargs)
 
-    monkeypatch.setattr(Store, "iter_attempt_dicts", counted)
+    monkeypatch.setattr(Store, "iter_attempt_entries", counted)
     return reads

@@ -15,6 +15,7 @@ from helpers.html_dom import parse
 from helpers.view_runs import BASE, JUDGE, MEMBERS, build_large_run, client_for, large_attempt
 from redline.report.formatting import pct, pct_interval
 from redline.report.html import environment
+from redline.report.outcome import COMPLETE_WITH_ERRORS
 from redline.report.summary import build_summary
 from redline.store import LABEL_FAIL, LABEL_PASS, RUN_COMPLETE, Store
 from redline.view import ViewError, create_app
@@ -39,7 +40,7 @@ def test_runs_list_links_every_run_with_its_status_and_offers_a_comparison(hosti
     doc = page(client_for(path), "/")
     row = doc.one(f"table#runs tr[data-run={run_id}]")
     assert row.one("a.run-link").get("href") == f"/runs/{run_id}"
-    assert row.one("td.status").text.strip() == RUN_COMPLETE
+    assert row.one("td.status").text.strip() == COMPLETE_WITH_ERRORS  # the hostile run has an errored attempt
     form = doc.one("form#compare-form")
     assert form.get("action") == "/compare" and form.get("method") == "get"
     assert [o.get("value") for o in form.one("select[name=a]").select("option")] == [run_id]
@@ -52,7 +53,9 @@ def test_run_page_shows_the_summary_by_family_as_build_summary_computes_it(hosti
     with Store(path) as store:
         summary = build_summary(store, run_id)
         finished = store.count_attempts(run_id)
-    assert doc.one("#run-status").text.strip() == RUN_COMPLETE
+    assert doc.one("#run-status").text.strip() == COMPLETE_WITH_ERRORS
+    assert summary.errored and f"{summary.errored} of {summary.attempts} attempts errored" in doc.one("#live").text
+    assert f"redline scan --resume {run_id} --retry-errors" in doc.one("#live").text
     assert int(doc.one("#done").text) == finished
     live = doc.one("#live")
     assert live.get("data-status") == RUN_COMPLETE and live.get("data-api") == f"/api/runs/{run_id}"

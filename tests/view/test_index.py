@@ -125,7 +125,7 @@ def test_the_attempt_page_and_a_label_read_one_attempt_not_the_probe(hostile_cop
     def refused(*args, **kwargs):
         raise AssertionError("the attempt page streamed the probe's attempts")
 
-    monkeypatch.setattr(Store, "iter_attempt_dicts", refused)
+    monkeypatch.setattr(Store, "iter_attempt_entries", refused)
     doc = parse(client.get(f"/runs/{run_id}/attempt?probe=demo.MultiTurn&seq=0").text)
     token = doc.select("form.review input[name=csrf]")[0].get("value")
     form = {"probe": "demo.MultiTurn", "seq": "0", "output": "1", "label": "correct", "csrf": token}

@@ -84,6 +84,7 @@ def print_plan(
         f"plan: {visible(plan.model)}, {shape.generations} output(s) per attempt"
         f"{' in one request' if shape.supports_n and shape.generations > 1 else ''}, up to {shape.max_tokens} tokens each"
         f"{' (assumed: no --max-tokens)' if shape.assumed else ''}"
+        f"{f' ({len(plan.raised)} probe(s) ask for more, counted so)' if plan.raised else ''}"
     )
     out_console.print(title, markup=False, highlight=False)
     table = Table()

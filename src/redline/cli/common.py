@@ -21,7 +21,8 @@ from redline.errors import RedlineError, UsageError
 from redline.generators import generators as generator_registry
 from redline.generators.transport.secrets import mask_url
 from redline.probes import probes as probe_registry
-from redline.report.summary import build_summary, gate_violations
+from redline.report.outcome import errored_note, retry_command, shown_status
+from redline.report.summary import build_summary, gate_outcome
 from redline.report.tally import ReviewTally
 from redline.report.terminal import example_failures, print_run_summary
 from redline.store import Store
@@ -30,6 +31,7 @@ from redline.textsafety import visible
 __all__ = [
     "DEFAULT_STORE",
     "EXIT_INTERNAL_ERROR",
+    "ERRORED_EXIT_CODE",
     "EXIT_USER_ERROR",
     "GATE_EXIT_CODE",
     "err_console",
@@ -98,6 +100,9 @@ def open_store(path: Path, must_exist: bool = False) -> Store:
 
 #: Exit status of a command whose release gate (``--fail-above``, ``--fail-mark``) failed.
 GATE_EXIT_CODE = 3
+#: Exit status of ``scan`` and ``show`` for a run whose attempts errored (measurements missing),
+#: when no gate failed: not a clean result, and a gate on it could not be decided.
+ERRORED_EXIT_CODE = 5
 
 
 def print_summary(
@@ -108,6 +113,7 @@ def print_summary(
     fail_mark: str | None = None,
     *,
     examples: int = 0,
+    errors_exit: bool = False,
 ) -> None:
     """Print a run's summary and apply a release gate.
 
@@ -118,7 +124,9 @@ def print_summary(
     (``--store`` included when ``store_path`` is not the default store).
 
     With a gate (``fail_above`` / ``fail_mark``) print each violation on stderr and exit with
-    :data:`GATE_EXIT_CODE` when there is one."""
+    :data:`GATE_EXIT_CODE` when there is one. Otherwise, with ``errors_exit``, a run whose
+    attempts errored exits with :data:`ERRORED_EXIT_CODE` (one line on stderr says why), also
+    when the gate could not be decided because a probe's attempts errored and none was judged."""
     with open_store(store_path, must_exist=True) as store:
         summary = build_summary(store, run_id)
         failures = (
@@ -138,12 +146,26 @@ def print_summary(
             examples=examples,
             store=None if str(store_path) == DEFAULT_STORE else str(store_path),
         )
-    problems = gate_violations(summary, fail_above, fail_mark)
-    for problem in problems:
+    failed, undecided = gate_outcome(summary, fail_above, fail_mark)
+    for problem in failed:
         err_console.print(f"gate failed: {visible(problem)}", markup=False, highlight=False)
-    if problems:
+    for problem in undecided:
+        err_console.print(
+            f"gate {'failed' if failed else 'undecided'}: {visible(problem)}", markup=False, highlight=False
+        )
+    if failed or (undecided and not errors_exit):
         raise typer.Exit(GATE_EXIT_CODE)
-    if fail_above is not None or fail_mark is not None:
+    gated = fail_above is not None or fail_mark is not None
+    if errors_exit and summary.errored:
+        err_console.print(
+            f"{'gate undecided' if gated else summary.shown_status}: "
+            f"{errored_note(summary.errored, summary.attempts)} (exit {ERRORED_EXIT_CODE}; "
+            f"retry them with '{retry_command(run_id, None if str(store_path) == DEFAULT_STORE else str(store_path))}')",
+            markup=False,
+            highlight=False,
+        )
+        raise typer.Exit(ERRORED_EXIT_CODE)
+    if gated:
         err_console.print("gate passed", markup=False, highlight=False)
 
 
@@ -212,7 +234,7 @@ def print_runs(store_path: Path, as_json: bool) -> None:
             r.run_id,
             created,
             Text(visible(r.model)),
-            r.status,
+            shown_status(r.status, r.errored),
             str(r.attempts),
             str(r.failed),
             str(r.errored),

@@ -18,7 +18,7 @@ import typer
 
 from redline.attacks.strategies.base import parse_strategy_opts
 from redline.cli import budget as budget_cli
-from redline.cli import common, scan_run
+from redline.cli import common, resume_trust, scan_run
 from redline.cli.common import err_console
 from redline.datasets import parse_columns
 from redline.detectors import check_detector_spec
@@ -138,6 +138,13 @@ def scan(
         "with its options are applied.",
     ),
     retry_errors: bool = typer.Option(False, "--retry-errors", help="With --resume: also retry attempts that errored."),
+    trust_settings: bool = typer.Option(
+        False,
+        resume_trust.CONFIRM_FLAG,
+        help="With --resume: send to the endpoints and read the environment variables the stored run names "
+        "(shown before anything is sent). Without it, a resumed run whose models are not run in this process "
+        "needs the options that name them (-m, --base-url, --api-key-env, --gen-opt headers...) given again.",
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print the run summary as JSON on stdout."),
     sample: int | None = typer.Option(None, "--sample", min=1, help="A seeded random subset of N items per probe."),
     seed: int | None = typer.Option(None, "--seed", help="Seed for --sample and local sampling (default 0)."),
@@ -150,7 +157,13 @@ def scan(
     api_key_env: str | None = typer.Option(
         None, "--api-key-env", help="Environment variable holding the API key (default OPENAI_API_KEY)."
     ),
-    max_tokens: int | None = typer.Option(None, "--max-tokens", min=1, help="Maximum new tokens per output."),
+    max_tokens: int | None = typer.Option(
+        None,
+        "--max-tokens",
+        min=1,
+        help="Maximum new tokens per output, for every probe (default: the family's; "
+        "remote models 256, more where a probe needs it).",
+    ),
     temperature: float | None = typer.Option(None, "--temperature", min=0.0, help="Sampling temperature."),
     timeout: float | None = typer.Option(
         None, "--timeout", min=0.001, help="Seconds per request before it is retried (HTTP generators; default 60)."
@@ -177,7 +190,12 @@ def scan(
         None, "--config", help="A YAML scan configuration; flags given here override it."
     ),
     lve: list[Path] | None = typer.Option(None, "--lve", help="Run the LVEs under PATH as probes (repeatable)."),
-    trust_code: bool = typer.Option(False, "--trust-code", help="Allow custom checker.py files inside LVEs to run."),
+    trust_code: bool = typer.Option(
+        False,
+        "--trust-code",
+        help="Allow custom checker.py files inside LVEs to run. Read only from this command line (never from "
+        "--config or a stored run): a resumed run that runs them needs it again.",
+    ),
     checker_timeout: float = typer.Option(
         CheckerLimits.timeout, "--checker-timeout", min=0.1, help=TIMEOUT_HELP + " Applied with --resume too."
     ),
@@ -314,6 +332,8 @@ def scan(
 
     if retry_errors and not resume:
         raise UsageError("--retry-errors needs --resume RUN_ID")
+    if trust_settings and not resume:
+        raise UsageError(f"{resume_trust.CONFIRM_FLAG} needs --resume RUN_ID (a new run's settings are those given)")
     config = None
     generator_flags: dict[str, Any] = {  # the generator options with a flag of their own (_GENERATOR_FLAG)
         "base_url": base_url,
@@ -366,12 +386,14 @@ def scan(
         if dataset is not None:
             config.dataset = _dataset_path(dataset)
             config.dataset_columns = parse_columns(dataset_column or [])
+        run_config = config
     elif config_file is not None:
         raise UsageError("--config starts a new run; a resumed run keeps its own configuration")
     else:
         executor_config = build_executor_config({}, cli_executor)
         with common.open_store(store, must_exist=True) as opened:
             stored = ScanConfig.from_dict(opened.get_run(resume).scan)
+        run_config = stored
         given = {  # what each option given with --resume would make the run, next to what it is
             "-m/--model": (model, lambda: _absolute_model_path(model or ""), stored.model),
             "-p/--probes": (probes, lambda: _check_probes(probes), stored.probes),
@@ -413,16 +435,39 @@ def scan(
             ),
             "--skip-unavailable": (skip_unavailable or None, lambda: True, stored.skip_unavailable),
         }
+        resumed_options = {
+            **{k: v for k, v in generator_flags.items() if v is not None},
+            **parse_gen_opts(gen_opt or []),
+        }
         config = _resume_config(
             stored,
             [flag for flag, (value, normalised, was) in given.items() if value is not None and normalised() != was],
-            {**{k: v for k, v in generator_flags.items() if v is not None}, **parse_gen_opts(gen_opt or [])},
+            resumed_options,
             concurrency=concurrency,
         )
+        aux_flags = {
+            "--attacker-model": attacker_model,
+            "--judge-model": judge_model,
+            "--converter-model": converter_model,
+            "--judge": judge,
+            "--probe-opt": probe_opt,
+        }
+        reaches = _check_resume_trust(
+            resume,
+            stored,
+            resume_trust.given_flags(model=model, generator_options=resumed_options, aux=aux_flags),
+            trust_settings=trust_settings or plan,
+            trust_code=trust_code or plan,
+        )
+        if reaches:  # what the run reaches, before anything is sent (with --plan too)
+            err_console.print(
+                f"run {resume}: {resume_trust.describe(reaches)}", markup=False, highlight=False, soft_wrap=True
+            )
     if plan:  # nothing is sent, no run is stored
         if resume is not None:
             with common.open_store(store, must_exist=True) as opened:
                 planned = ScanConfig.from_dict(opened.get_run(resume).scan)
+            planned.trust_code = planned.trust_code is True and trust_code  # code only on this command line's word
         else:
             assert config is not None
             planned = config
@@ -437,14 +482,27 @@ def scan(
         )
         return
     configure_shared_pool(checker_limits(checker_timeout, checker_memory))  # LVE checkers' workers
+    # how to continue the run, as its own hints print it: with what confirms its settings
+    confirm = [f" {resume_trust.CONFIRM_FLAG}"] if resume_trust.run_reach(run_config) else []
+    if run_config.trust_code is True:
+        confirm.append(" --trust-code")
     run_id = scan_run.run_scan(
-        config, store, resume=resume, retry_errors=retry_errors, quiet=as_json, executor=executor_config, budget=budget
+        config,
+        store,
+        resume=resume,
+        retry_errors=retry_errors,
+        quiet=as_json,
+        executor=executor_config,
+        budget=budget,
+        resume_flags="".join(confirm),
     )
     if budget is not None and budget.stopped:  # the summary of what is stored, then how to go on
         common.print_summary(store, run_id, as_json=as_json, examples=examples)
         budget_cli.print_stopped(budget, run_id, store)
         raise typer.Exit(budget_cli.EXIT_BUDGET_STOPPED)
-    common.print_summary(store, run_id, as_json=as_json, fail_above=fail_above, fail_mark=fail_mark, examples=examples)
+    common.print_summary(
+        store, run_id, as_json=as_json, fail_above=fail_above, fail_mark=fail_mark, examples=examples, errors_exit=True
+    )
 
 
 #: The flag of each generator option that has one (the others are given with --gen-opt KEY=VALUE).
@@ -495,6 +553,25 @@ def _resume_config(
     return ScanConfig(concurrency=concurrency, generator_options=applied)
 
 
+def _check_resume_trust(
+    run_id: str, stored: ScanConfig, given: set[str], *, trust_settings: bool, trust_code: bool
+) -> list[resume_trust.Reach]:
+    """What the stored run ``run_id`` reaches outside this process (:func:`resume_trust.run_reach`),
+    once this command confirmed it. Raises :class:`UsageError`, before anything is sent, when it
+    is not confirmed (neither ``--trust-settings`` nor its options ``given`` again) or when the
+    run runs LVE checker code and this command line does not say ``--trust-code``."""
+    if stored.trust_code and not trust_code:  # any true value: the engine reads it as one
+        raise UsageError(
+            f"run {run_id} was not resumed: it runs the custom checker code of its LVEs, which runs only with "
+            "--trust-code on the command line that runs it; add --trust-code if you trust that code"
+        )
+    reaches = resume_trust.run_reach(stored)
+    missing = resume_trust.unconfirmed(reaches, given)
+    if missing and not trust_settings:
+        raise UsageError(resume_trust.refusal(run_id, reaches, missing))
+    return reaches
+
+
 def _with_probe_options(options: dict[str, dict[str, Any]], items: list[str] | None) -> dict[str, dict[str, Any]]:
     """``options`` (a configuration's ``probe_options``) with the ``--probe-opt`` items given on
     the command line set over them, option by option."""
@@ -542,7 +619,9 @@ def show(
     """Show a run's summary (the same JSON as scan --json); gate it with --fail-above / --fail-mark."""
     fail_mark = _check_mark(fail_mark)
     _check_examples(examples, as_json)
-    common.print_summary(store, run_id, as_json=as_json, fail_above=fail_above, fail_mark=fail_mark, examples=examples)
+    common.print_summary(
+        store, run_id, as_json=as_json, fail_above=fail_above, fail_mark=fail_mark, examples=examples, errors_exit=True
+    )
 
 
 def _check_examples(examples: int, as_json: bool) -> None:

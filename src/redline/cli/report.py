@@ -24,12 +24,14 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from redline.cli.common import open_store, out_console
+from redline.cli.common import ERRORED_EXIT_CODE, GATE_EXIT_CODE, err_console, open_store, out_console
 from redline.errors import UsageError
 from redline.report.compare import compare_runs
 from redline.report.exports import export
 from redline.report.formatting import pct, plural
 from redline.report.html import render_compare, render_report
+from redline.report.summary import build_summary, gate_outcome
+from redline.report.verdicts import Gate
 from redline.textsafety import escape_surrogates, visible
 
 __all__ = ["compare", "register", "report", "write_file"]
@@ -51,6 +53,15 @@ class ExportFormat(str, Enum):
     hitlog = "hitlog"
     garak = "garak"
     lve = "lve"
+    junit = "junit"
+    sarif = "sarif"
+
+
+class Mark(str, Enum):
+    A = "A"
+    B = "B"
+    C = "C"
+    D = "D"
 
 
 def write_file(path: Path, chunks: Iterable[str]) -> None:
@@ -94,7 +105,7 @@ def report(
     run_id: str = typer.Argument(..., help="The run to report on."),
     html: Path | None = typer.Option(None, "--html", help="Write the self-contained HTML report to FILE."),
     fmt: ExportFormat | None = typer.Option(
-        None, "--format", "-f", help="Export format: json, jsonl, csv, md, hitlog, garak or lve."
+        None, "--format", "-f", help="Export format: json, jsonl, csv, md, hitlog, garak, lve, junit or sarif."
     ),
     output: Path | None = typer.Option(None, "--output", "-o", help="Write the export to FILE (default stdout)."),
     hitlog: bool = typer.Option(False, "--hitlog", help="Export the hitlog (same as --format hitlog)."),
@@ -105,10 +116,31 @@ def report(
         help="HTML and Markdown: group findings by owasp (OWASP Top 10 for LLM Applications 2025), atlas "
         "(MITRE ATLAS techniques) or nist (NIST AI 600-1 risk categories).",
     ),
+    fail_above: float | None = typer.Option(
+        None,
+        "--fail-above",
+        min=0.0,
+        max=1.0,
+        help="Release gate: exit 3 if a probe's failure rate is above RATE (0-1) or a probe was not measured (exit 5 if only errored attempts leave it undecided); "
+        "junit and sarif fail such probes (without a gate there: any failed output fails).",
+    ),
+    fail_mark: Mark | None = typer.Option(
+        None,
+        "--fail-mark",
+        case_sensitive=False,
+        help="Release gate: exit 3 if a bias mark is this letter (A-D) or worse.",
+    ),
+    artifact: str | None = typer.Option(
+        None,
+        "--artifact",
+        help="SARIF: the repository file every result points at (e.g. the scan's config file); GitHub code "
+        "scanning shows only results with one.",
+    ),
     store: Path = STORE_OPTION,
 ) -> None:
     """Write a run's HTML report and/or export it (summary JSON, attempts JSONL, CSV, Markdown,
-    hitlog, garak report.jsonl, LVE instances). Without --html or --format: Markdown on stdout."""
+    hitlog, garak report.jsonl, LVE instances, JUnit XML, SARIF). Without --html or --format:
+    Markdown on stdout. With --fail-above / --fail-mark, exit 3 after writing when the gate fails."""
     if hitlog:
         if fmt is not None and fmt != ExportFormat.hitlog:
             raise UsageError(f"--hitlog conflicts with --format {fmt.value}")
@@ -117,6 +149,11 @@ def report(
         raise UsageError("--output needs --format FORMAT (use --html FILE for the HTML report)")
     if html is None and fmt is None:
         fmt = ExportFormat.md
+    if artifact is not None and fmt != ExportFormat.sarif:
+        raise UsageError("--artifact is for --format sarif")
+    mark = None if fail_mark is None else fail_mark.value
+    gated = fail_above is not None or mark is not None
+    gate = Gate(fail_above, mark) if gated else Gate()
     with open_store(store, must_exist=True) as db:
         db.get_run(run_id)
         if html is not None:
@@ -124,9 +161,22 @@ def report(
             write_file(html, [page])
             typer.echo(f"wrote {html}", err=True)
         if fmt is not None:
-            _emit(export(db, run_id, fmt.value, framework=framework.value), output)
+            _emit(export(db, run_id, fmt.value, framework=framework.value, gate=gate, artifact=artifact), output)
             if output is not None:
                 typer.echo(f"wrote {output}", err=True)
+        failed, undecided = gate_outcome(build_summary(db, run_id), fail_above, mark) if gated else ([], [])
+    for problem in failed:
+        err_console.print(f"gate failed: {visible(problem)}", markup=False, highlight=False)
+    for problem in undecided:
+        err_console.print(
+            f"gate {'failed' if failed else 'undecided'}: {visible(problem)}", markup=False, highlight=False
+        )
+    if failed:
+        raise typer.Exit(GATE_EXIT_CODE)
+    if undecided:
+        raise typer.Exit(ERRORED_EXIT_CODE)
+    if gated:
+        err_console.print("gate passed", markup=False, highlight=False)
 
 
 def compare(

@@ -55,6 +55,7 @@ def run_scan(
     generator: Generator | None = None,
     executor: ExecutorConfig | None = None,
     budget: Budget | None = None,
+    resume_flags: str = "",
 ) -> str:
     """Run a scan, showing its progress on stderr; returns the run id. On Ctrl-C, prints how to
     resume and exits 130.
@@ -69,7 +70,9 @@ def run_scan(
     else :data:`~redline.cli.progress.DEFAULT_HEARTBEAT`), and 0 turns the lines off.
     ``generator`` is the model under test instead of the one ``config.model`` names (the Python
     API, tests). ``budget`` (``--budget-usd``,
-    ``--max-requests``) may stop the run before the end: ``budget.stopped`` then says so."""
+    ``--max-requests``) may stop the run before the end: ``budget.stopped`` then says so.
+    ``resume_flags`` end the ``redline scan --resume`` command the hints print (what confirms the
+    run's settings, e.g. `` --trust-settings``)."""
     interval = heartbeat_interval() if heartbeat is None else heartbeat
     if executor is not None and executor.kind == "ray":
         import_ray()  # the one-line install hint now, before a run is created
@@ -154,7 +157,7 @@ def run_scan(
         if state["run_id"]:
             err_console.print(
                 f"interrupted: finished attempts are stored; continue with "
-                f"'redline scan --resume {state['run_id']} --store {store_path}'"
+                f"'redline scan --resume {state['run_id']} --store {store_path}{resume_flags}'"
             )
         else:
             err_console.print("interrupted")
@@ -165,7 +168,7 @@ def run_scan(
         # not for a run that is not in the store, is being scanned by another process, or a damaged store
         if state["run_id"] and not isinstance(exc, (RunNotFound, RunLocked, StoreDamaged)):
             err_console.print(
-                f"the run can be continued with 'redline scan --resume {state['run_id']} --store {store_path}'"
+                f"the run can be continued with 'redline scan --resume {state['run_id']} --store {store_path}{resume_flags}'"
             )
         raise SystemExit(code) from None
     finally:

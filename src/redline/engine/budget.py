@@ -6,8 +6,9 @@
   (4, rounded up), per request — a cheap estimate that needs no tokenizer (real tokenizers give
   about 3.5–4.5 characters per token on English text);
 * output tokens: the generator's ``max_tokens`` (``--max-tokens``; a family's own default, e.g. 150
-  for local models; :data:`DEFAULT_OUTPUT_TOKENS` when neither says) for every output, an upper
-  bound;
+  for local models and :data:`~redline.generators.output.DEFAULT_MAX_TOKENS` for remote ones, which
+  send it with every request, raised to a probe's own ``output_tokens`` when no ``--max-tokens``
+  was given; :data:`DEFAULT_OUTPUT_TOKENS` when nothing says) for every output, an upper bound;
 * requests: one per attempt when the generator gives all ``--generations`` in one request (OpenAI's
   ``n``), else one per output;
 * a strategy (``--strategy``) multiplies by its query budget: ``Q`` target queries per attempt,
@@ -168,6 +169,15 @@ class RequestShape:
     supports_n: bool = False
     #: ``max_tokens`` is :data:`DEFAULT_OUTPUT_TOKENS` because neither the scan nor the family set one.
     assumed: bool = False
+    #: Whether a probe's own ``output_tokens`` raises ``max_tokens`` (a family that follows it,
+    #: and no ``max_tokens`` given).
+    follows_probes: bool = False
+
+    def output_tokens(self, probe: Any) -> int:
+        """``max_tokens`` of the requests of ``probe``: :attr:`max_tokens`, or the probe's own
+        ``output_tokens`` when larger and :attr:`follows_probes`."""
+        need = getattr(probe, "output_tokens", None) if self.follows_probes else None
+        return max(self.max_tokens, need) if isinstance(need, int) and not isinstance(need, bool) else self.max_tokens
 
     @classmethod
     def of(
@@ -177,15 +187,22 @@ class RequestShape:
         if isinstance(generator, Generator):
             values = getattr(generator, "option_values", {}) or {}
             max_tokens = values.get("max_tokens") or getattr(generator, "max_tokens", None)
+            given = (generator.options or {}).get("max_tokens") is not None
         else:
             defaults = {spec.name: spec.default for spec in generator.option_specs}
             max_tokens = (options or {}).get("max_tokens") or defaults.get("max_tokens")
+            given = (options or {}).get("max_tokens") is not None
+        follows = bool(getattr(generator, "follows_output_need", False)) and not given
         try:
             tokens = int(max_tokens) if max_tokens else 0
         except (TypeError, ValueError):
             tokens = 0
         return cls(
-            max(1, int(generations)), tokens or DEFAULT_OUTPUT_TOKENS, bool(generator.supports_n), assumed=not tokens
+            max(1, int(generations)),
+            tokens or DEFAULT_OUTPUT_TOKENS,
+            bool(generator.supports_n),
+            assumed=not tokens,
+            follows_probes=follows,
         )
 
     @classmethod
@@ -200,7 +217,7 @@ class RequestShape:
         """The estimate of one attempt of ``probe`` whose prompt has ``prompt_chars`` characters
         (see the module doc)."""
         p = text_tokens(prompt_chars)
-        o = self.max_tokens
+        o = self.output_tokens(probe)
         bound = getattr(probe, "query_bound", None)
         if probe.runs_dialogue and callable(bound):
             # an agent loop: up to ``bound`` requests, each resending the conversation so far

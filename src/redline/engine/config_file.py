@@ -19,13 +19,15 @@
     repetitions: 2
     cache: true
     lve: [lves/]                 # relative to the file's folder
-    trust_code: false
     probe_options: {bias.ForcedChoice: {sample: 5}}
     judge: hf:./compliance-judge   # replaces refusal.Compliance (hf:PATH, llm[:MODEL], A+B)
     executor: ray                # how attempts run: local (the default) or ray
     ray_address: 10.0.0.1:6379   # with executor: ray; left out: Ray starts on this machine
     workers: 4                   # with executor: ray: the Ray actors
     gpus_per_worker: 1           # with executor: ray: GPUs each actor holds
+
+``trust_code`` is not read from a file (``true`` is refused; ``false`` changes nothing): LVE
+checker code runs only with ``--trust-code`` on the command line that runs it.
 
 Command-line flags override the file (``--gen-opt key=value`` and the generator flags override
 ``generator:``). Every mistake is one :class:`ConfigError` line naming the file (or flag) and the
@@ -416,6 +418,11 @@ def load_config(path: str | Path) -> dict[str, Any]:
             raise ConfigError(f"{file}: unknown key {raw_key!r}{hint}")
         if value is None:
             continue
+        if key == "trust_code" and value is not False:  # code runs only on the word of the command line
+            raise ConfigError(
+                f"{file}: {raw_key}: is not read from a file: LVE checker code runs only with --trust-code "
+                "on the command line; remove it from the file"
+            )
         try:
             values[key] = check(value)
         except ValueError as exc:
@@ -488,7 +495,7 @@ def build_scan_config(
         generator_options=generator,
         probe_options=dict(merged.get("probe_options") or {}),
         lve_paths=list(merged.get("lve") or []),
-        trust_code=bool(merged.get("trust_code", False)),
+        trust_code=cli_values.get("trust_code") is True,  # the command line's word only, never a file's
         num_repetitions=merged.get("repetitions"),
         cache=bool(merged.get("cache", True)),
         judge=merged.get("judge"),

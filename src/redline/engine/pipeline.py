@@ -31,6 +31,7 @@ from collections.abc import Sequence as SequenceABC
 from dataclasses import dataclass, replace
 from typing import Any, cast
 
+from redline.attachments import prepare_scan
 from redline.attacks.pool import close_model_pools
 from redline.attacks.wiring import apply_scan_options
 from redline.attempt import Attempt
@@ -454,6 +455,7 @@ async def _scan(
     try:
         generator.preflight()  # a missing file or package: stop before a run is created
         probes = build_probes(config)
+        prepare_scan(generator, probes, store, skip=config.skip_unavailable)  # images a model cannot take: one line
         names = [p.name for p in probes]
         if len(set(names)) != len(names):
             raise ScanError("the same probe is selected twice")

@@ -3,7 +3,9 @@
 :func:`plan_scan` builds the probes a configuration selects (phase 1 only: no generator is created
 or started, no detector loads, no run is stored) and estimates, per probe and in total, the
 requests, prompt tokens and output tokens of the attempts still to run, and their cost with
-prices (how: :mod:`redline.engine.budget`).
+prices (how: :mod:`redline.engine.budget`). The output tokens are counted at the ``max_tokens`` each
+probe's requests carry (:meth:`RequestShape.output_tokens`): a remote model's default, a probe's own
+larger need, or ``--max-tokens``; the endpoint enforces it, so the count is an upper bound.
 """
 
 from __future__ import annotations
@@ -22,12 +24,14 @@ __all__ = ["ProbePlan", "ScanPlan", "plan_scan"]
 @dataclass
 class ProbePlan:
     """One probe: ``attempts`` still to run and their :class:`Estimate`; ``bounded`` is false
-    when the estimate is no upper bound (a strategy without ``--max-queries``)."""
+    when the estimate is no upper bound (a strategy without ``--max-queries``); ``max_tokens`` is
+    the output length its requests ask for (0: not known yet)."""
 
     probe: str
     attempts: int = 0
     estimate: Estimate = field(default_factory=Estimate)
     bounded: bool = True
+    max_tokens: int = 0
 
 
 @dataclass
@@ -55,6 +59,11 @@ class ScanPlan:
     def bounded(self) -> bool:
         return all(row.bounded for row in self.probes)
 
+    @property
+    def raised(self) -> list[ProbePlan]:
+        """The probes whose requests ask for more than :attr:`RequestShape.max_tokens`."""
+        return [row for row in self.probes if row.max_tokens > self.shape.max_tokens]
+
     def as_dict(self) -> dict[str, Any]:
         """The plan as JSON (``redline scan --plan --json``)."""
 
@@ -74,7 +83,13 @@ class ScanPlan:
             if self.prices is None
             else {"input": self.prices.input, "output": self.prices.output},
             "probes": [
-                {"probe": row.probe, "attempts": row.attempts, **entry(row.estimate), "bounded": row.bounded}
+                {
+                    "probe": row.probe,
+                    "attempts": row.attempts,
+                    "max_tokens": row.max_tokens,
+                    **entry(row.estimate),
+                    "bounded": row.bounded,
+                }
                 for row in self.probes
             ],
             "total": {"attempts": self.attempts, **entry(self.total), "bounded": self.bounded},
@@ -90,7 +105,11 @@ def plan_scan(
     rows = []
     for probe in build_probes(config):
         done = finished(probe.name) if finished is not None else set()
-        row = ProbePlan(probe.name, bounded=(strategy_queries(probe, shape.generations) or (0, True))[1])
+        row = ProbePlan(
+            probe.name,
+            bounded=(strategy_queries(probe, shape.generations) or (0, True))[1],
+            max_tokens=shape.output_tokens(probe),
+        )
         for attempt in probe.create_attempts():
             if attempt.seq in done:
                 continue

@@ -14,7 +14,9 @@ SHA-256 of:
 
 So a run with ``generations=3`` after one with ``generations=1`` reuses the first output and asks
 the model for two more, and repeating a scan asks for nothing. Errors are never cached. The
-wrapper is created by the harness unless the scan runs with ``--no-cache``.
+wrapper is created by the harness unless the scan runs with ``--no-cache``. An output answered
+from the cache carries ``notes["cached"] = True``; the attempt counts them in its own
+``notes["cached"]``, which the run summary adds up.
 
 Secrets: a remote generator masks its outputs (the key, ``${VAR}`` header values, a URL's
 password) before they are cached; outputs answered from the cache are masked again with the
@@ -31,10 +33,22 @@ from typing import Any, Protocol
 
 from redline.attempt import Conversation, Message
 from redline.generators.base import Generator, GeneratorError, GeneratorWrapper
+from redline.generators.output import cache_scope
 from redline.generators.transport.remote import RemoteGenerator
 from redline.generators.usage import report_model_outputs
 
-__all__ = ["CACHE_SCOPE", "TRANSPORT_SETTINGS", "CacheBackend", "CachedGenerator", "key_text", "request_keys"]
+__all__ = [
+    "CACHED_NOTE",
+    "CACHE_SCOPE",
+    "TRANSPORT_SETTINGS",
+    "CacheBackend",
+    "CachedGenerator",
+    "key_text",
+    "request_keys",
+]
+
+#: The note an output answered from the cache carries (``message.notes["cached"] = True``).
+CACHED_NOTE = "cached"
 
 CACHE_SCOPE: ContextVar[str] = ContextVar("redline_cache_scope", default="")
 """Set by the harness for each attempt (its repetition number): part of every cache key."""
@@ -136,7 +150,7 @@ class CachedGenerator(GeneratorWrapper):
     async def generate(self, conversation: Conversation, n: int = 1) -> list[Message | None]:
         if self._identity is None:
             self._identity = key_text(_identity(self.inner))
-        keys = request_keys(self._identity, conversation, n, CACHE_SCOPE.get())
+        keys = request_keys(self._identity, conversation, n, CACHE_SCOPE.get() + cache_scope(self.inner))
         outputs: list[Message | None] = [None] * n
         missing: list[int] = []
         for i, key in enumerate(keys):
@@ -144,7 +158,10 @@ class CachedGenerator(GeneratorWrapper):
             if hit is None or len(hit) != 1:
                 missing.append(i)
             else:
-                outputs[i] = Message.from_dict(hit[0]) if hit[0] is not None else None
+                cached = Message.from_dict(hit[0]) if hit[0] is not None else None
+                if cached is not None:
+                    cached.notes = {**(cached.notes or {}), CACHED_NOTE: True}  # the attempt counts these
+                outputs[i] = cached
         self.hits += n - len(missing)
         if len(missing) < n and isinstance(self.inner, RemoteGenerator):
             self.inner.redact_outputs(outputs)  # a store written before masking may hold an echoed key

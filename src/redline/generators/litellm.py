@@ -4,10 +4,11 @@
 
 LiteLLM reads each provider's key from that provider's usual environment variable; ``api_key_env``
 names another variable to pass as the key, ``base_url`` becomes LiteLLM's ``api_base``. Options
-``max_tokens``, ``temperature``, ``top_p``, ``stop``, ``seed``, ``presence_penalty``,
-``frequency_penalty``, ``extra_body`` (extra keyword arguments for ``litellm.acompletion``) and
-the transport options of the OpenAI generator (``timeout``, ``max_retries``, ``backoff_base``,
-``backoff_cap``, ``max_retry_after``, ``rpm``, ``tpm``, ``concurrency``). Retries are
+``max_tokens`` (sent with every call, as for ``openai:``), ``temperature``, ``top_p``, ``stop``,
+``seed``, ``presence_penalty``, ``frequency_penalty``, ``extra_body`` (extra keyword arguments for
+``litellm.acompletion``) and the transport options of the OpenAI generator (``timeout``,
+``max_retries``, ``backoff_base``, ``backoff_cap``, ``max_retry_after``, ``rpm``, ``tpm``,
+``concurrency``; a timeout lowers the calls in flight, as for ``openai:``). Retries are
 redline's own (LiteLLM's are turned off) so every backend handles faults the same way: the
 policy is :class:`~redline.generators.transport.retry.RetryPolicy`, and this module only says
 which of LiteLLM's exceptions are fatal, which are worth another try and which end the request.
@@ -19,6 +20,7 @@ import asyncio
 import os
 from typing import Any
 
+from redline.attachments import check_conversation
 from redline.attempt import Conversation, Message
 from redline.generators.base import GeneratorError, GeneratorUnavailable
 from redline.generators.transport.options import REQUEST_FIELD_OPTIONS
@@ -66,6 +68,11 @@ class LiteLLMGenerator(RemoteGenerator):
     #: Request fields passed to ``litellm.acompletion`` as given when set.
     PASSTHROUGH = ("stop", "seed", "presence_penalty", "frequency_penalty")
     option_specs = RemoteGenerator.option_specs + REQUEST_FIELD_OPTIONS
+    #: The attachments sent in OpenAI's message format, which LiteLLM translates for the provider
+    #: (MIME types; see :mod:`redline.attachments`).
+    attachment_types: tuple[str, ...] = ("image/*", "audio/wav", "audio/x-wav", "audio/mpeg")
+    #: The largest attachment sent (OpenAI's limit for one image; providers may take less).
+    max_attachment_bytes: int = 20 * 1024 * 1024
 
     def __init__(self, model: str = "", **options: Any) -> None:
         super().__init__(model, **options)
@@ -99,15 +106,18 @@ class LiteLLMGenerator(RemoteGenerator):
         self._litellm = litellm
 
     def _kwargs(self, conversation: Conversation, n: int) -> dict[str, Any]:
+        tokens = self.output_tokens()
+        check_conversation(conversation, self.attachment_types, self.max_attachment_bytes, self.name)
         kwargs: dict[str, Any] = {
             "model": self.model,
             "messages": conversation.to_openai(attachments=True),
-            "timeout": self.timeout,
+            "timeout": self.request_timeout(tokens),
             "num_retries": 0,
+            "max_tokens": tokens,
         }
         if n > 1:
             kwargs["n"] = n
-        for name in ("max_tokens", "temperature", "top_p"):
+        for name in ("temperature", "top_p"):
             value = getattr(self, name)
             if value is not None:
                 kwargs[name] = value
@@ -127,19 +137,28 @@ class LiteLLMGenerator(RemoteGenerator):
         estimate = 0
         if self.limiter.limits_tokens:
             chars = sum(len(m["content"]) for m in kwargs["messages"])
-            estimate = estimate_tokens(chars, self.max_tokens, kwargs.get("n", 1))
+            estimate = estimate_tokens(chars, kwargs.get("max_tokens"), kwargs.get("n", 1))
+        first_timeout = float(kwargs.get("timeout") or self.timeout)
+        timeouts = 0  # tries of this call that timed out: the next one waits longer
 
         async def attempt(index: int) -> Any:
+            nonlocal timeouts
+            seconds = self.retry_policy.timeout(first_timeout, timeouts)
+            call = {**kwargs, "timeout": seconds}
             try:
                 if self._semaphore is not None:
                     async with self._semaphore:
-                        response = await asyncio.wait_for(self._litellm.acompletion(**kwargs), self.timeout)
+                        response = await asyncio.wait_for(self._litellm.acompletion(**call), seconds)
                 else:
-                    response = await asyncio.wait_for(self._litellm.acompletion(**kwargs), self.timeout)
+                    response = await asyncio.wait_for(self._litellm.acompletion(**call), seconds)
             except TimeoutError:
-                raise TransientFailure(f"no answer from {self.model} within {self.timeout:g} s") from None
+                timeouts += 1
+                raise TransientFailure(f"no answer from {self.model} within {seconds:g} s", timed_out=True) from None
             except Exception as exc:  # LiteLLM raises its own (OpenAI-style) exception classes
-                raise self._failure(exc) from None
+                failure = self._failure(exc)
+                if isinstance(failure, TransientFailure) and failure.timed_out:
+                    timeouts += 1
+                raise failure from None
             usage = _field(response, "usage")
             self.limiter.settle(estimate, _field(usage, "total_tokens") if usage is not None else None)
             outputs = self._parse(response)
@@ -167,7 +186,9 @@ class LiteLLMGenerator(RemoteGenerator):
             return GeneratorError(message)
         headers = _field(getattr(exc, "response", None), "headers")
         retry_after = parse_retry_after(headers) if headers is not None and hasattr(headers, "get") else None
-        return TransientFailure(message, retry_after, throttled=kind == "RateLimitError" or status == 429)
+        return TransientFailure(
+            message, retry_after, throttled=kind == "RateLimitError" or status == 429, timed_out=kind == "Timeout"
+        )
 
     def _parse(self, response: Any) -> list[Message | None]:
         choices = _field(response, "choices")

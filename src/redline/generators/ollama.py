@@ -24,6 +24,8 @@ class OllamaGenerator(OpenAIGenerator):
     default_key_env = "OLLAMA_API_KEY"
     key_required_for_default = False
     supports_n = False  # Ollama ignores n: every output is a request of its own
+    #: Ollama's OpenAI-compatible API takes base64 images, not audio.
+    attachment_types = ("image/*",)
 
     def _unreachable_hint(self) -> str:
         if self.base_url == OLLAMA_BASE_URL:

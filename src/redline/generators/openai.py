@@ -17,9 +17,12 @@ Options (all generators built on :class:`HTTPGenerator`):
 * ``headers`` (a mapping sent with every request; ``${VAR}`` in a value is replaced by that
   environment variable when the generator starts — a missing one is an error — e.g.
   ``api-key: ${AZURE_KEY}``; the store records the ``${VAR}`` form only);
-* ``max_tokens``, ``temperature``, ``top_p``, ``stop``, ``seed``, ``presence_penalty``,
+* ``max_tokens`` (sent with every request: default
+  :data:`~redline.generators.output.DEFAULT_MAX_TOKENS`, or what the probe needs when more),
+  ``temperature``, ``top_p``, ``stop``, ``seed``, ``presence_penalty``,
   ``frequency_penalty``; ``extra_body`` (a dict merged into every request body);
-* ``timeout`` (seconds per request, default 60), ``max_retries`` (default 4), ``backoff_base``
+* ``timeout`` (seconds per request, default 60, stretched for a request asking for more output
+  than the default; a try after a timeout waits longer), ``max_retries`` (default 4), ``backoff_base``
   (seconds, default 0.5), ``backoff_cap`` (default 30), ``max_retry_after`` (the longest
   ``Retry-After`` honoured, default 120);
 * ``concurrency`` (requests in flight to the endpoint; default: no limit of its own, the harness's
@@ -30,7 +33,8 @@ Options (all generators built on :class:`HTTPGenerator`):
 
 Faults: a 408/409/425/429 or 5xx answer, a timeout and a dropped connection are retried with
 exponential backoff and full jitter, or after the server's ``Retry-After`` (``retry-after-ms``,
-seconds or an HTTP date), which also pauses the generator's other requests. After
+seconds or an HTTP date), which also pauses the generator's other requests. A timeout also lowers
+the requests in flight (:class:`~redline.generators.transport.ratelimit.AdaptiveConcurrency`). After
 ``max_retries`` the request raises :class:`GeneratorError` (the attempt is recorded as errored, the
 run goes on). A malformed answer (not JSON, no ``choices``) is retried the same way; an ``error``
 object is a :class:`GeneratorError` at once.
@@ -48,6 +52,7 @@ from __future__ import annotations
 import json
 from typing import Any, ClassVar
 
+from redline.attachments import check_conversation
 from redline.attempt import AttemptError, Conversation, Message, ToolCall
 from redline.generators.base import GeneratorError
 from redline.generators.options import GeneratorOption
@@ -82,6 +87,11 @@ class OpenAIGenerator(HTTPGenerator):
     key_required_for_default = True
     #: ``"chat"`` or ``"completions"``; the ``api`` option overrides it.
     default_api: ClassVar[str] = "chat"
+    #: The attachments a chat request carries (MIME types; see :mod:`redline.attachments`):
+    #: images as ``image_url`` parts, WAV and MP3 audio as ``input_audio`` parts.
+    attachment_types: tuple[str, ...] = ("image/*", "audio/wav", "audio/x-wav", "audio/mpeg")
+    #: The largest attachment sent (the OpenAI API's limit for one image).
+    max_attachment_bytes: ClassVar[int] = 20 * 1024 * 1024
     #: Request fields sent as given when set (``extra_body`` is merged in as well).
     PASSTHROUGH: ClassVar[tuple[str, ...]] = ("stop", "seed", "presence_penalty", "frequency_penalty")
     option_specs = (
@@ -98,7 +108,12 @@ class OpenAIGenerator(HTTPGenerator):
         super().__init__(model, **options)
         self.api = str(self.option_values["api"] or self.default_api)
         self.supports_tools = self.api == "chat"  # the completions API has no tools
+        if self.api != "chat":  # nor attachments
+            self.attachment_types = ()
         self.extra_body: dict[str, Any] = dict(self.option_values["extra_body"] or {})
+        #: The request field of the output length: ``max_completion_tokens`` once the endpoint
+        #: refused ``max_tokens`` for it (OpenAI's reasoning models do).
+        self.tokens_field = "max_tokens"
 
     @property
     def endpoint(self) -> str:
@@ -107,6 +122,7 @@ class OpenAIGenerator(HTTPGenerator):
     def _body(self, conversation: Conversation, n: int) -> dict:
         body: dict[str, Any] = {"model": self.model}
         if self.api == "chat":
+            check_conversation(conversation, self.attachment_types, self.max_attachment_bytes, self.name)
             body["messages"] = conversation.to_openai(attachments=True, tools=True)
             if conversation.tools:
                 body["tools"] = [tool.to_openai() for tool in conversation.tools]
@@ -114,7 +130,9 @@ class OpenAIGenerator(HTTPGenerator):
             body["prompt"] = render_plain(conversation)
         if n > 1:
             body["n"] = n
-        for name in ("max_tokens", "temperature", "top_p"):
+        if not {"max_tokens", "max_completion_tokens"} & self.extra_body.keys():
+            body[self.tokens_field] = self.output_tokens()
+        for name in ("temperature", "top_p"):
             value = getattr(self, name)
             if value is not None:
                 body[name] = value
@@ -149,7 +167,7 @@ class OpenAIGenerator(HTTPGenerator):
         except (KeyError, TypeError, AttributeError):
             raise MalformedResponse(
                 f"malformed response from {self.endpoint}: no {'choices[].message.content' if self.api == 'chat' else 'choices[].text'} "
-                f"in {json.dumps(data)[:200]}"
+                f"in {self.excerpt(json.dumps(data), 200)}"
             ) from None
 
     def _tool_calls(self, raw: Any) -> list[ToolCall]:
@@ -180,7 +198,7 @@ class OpenAIGenerator(HTTPGenerator):
                 shown = function.get("arguments")
                 raise GeneratorError(
                     f"{self.name}: the model called tool {name!r} with arguments that are not a JSON object: "
-                    f"{str(shown)[:120]!r}"
+                    f"{self.excerpt(str(shown), 120)!r}"
                 )
             try:
                 calls.append(ToolCall(id=str(entry.get("id") or f"call_{index}"), name=name, arguments=arguments))
@@ -192,8 +210,19 @@ class OpenAIGenerator(HTTPGenerator):
         """One request for ``n`` outputs (the ``n`` field); a server that ignores it gives one."""
         body = self._body(conversation, n)
         chars = sum(len(m.get("content") or "") for m in body.get("messages", [])) + len(body.get("prompt", ""))
-        estimate = estimate_tokens(chars, self.max_tokens, n) if self.limiter.limits_tokens else 0
-        return await self.post_json(self.endpoint, body, estimate, parse=self._parse)
+        tokens = body.get(self.tokens_field)
+        tokens = tokens if isinstance(tokens, int) and not isinstance(tokens, bool) else self.output_tokens()
+        estimate = estimate_tokens(chars, tokens, n) if self.limiter.limits_tokens else 0
+        timeout = self.request_timeout(tokens)
+        try:
+            return await self.post_json(self.endpoint, body, estimate, parse=self._parse, timeout=timeout)
+        except GeneratorError as exc:
+            if "max_tokens" not in body or "max_completion_tokens" not in str(exc):
+                raise
+            # the endpoint wants max_completion_tokens instead (e.g. OpenAI's reasoning models)
+            self.tokens_field = "max_completion_tokens"
+            body["max_completion_tokens"] = body.pop("max_tokens")
+            return await self.post_json(self.endpoint, body, estimate, parse=self._parse, timeout=timeout)
 
     def settings(self) -> dict:
         values = super().settings()

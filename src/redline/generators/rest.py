@@ -7,6 +7,7 @@
 * ``body`` — the request body template, either JSON text or a mapping/list (from a YAML config).
   Placeholders: ``{prompt}`` (the last user message), ``{system}`` (the system prompt, empty if
   none), ``{messages}`` (the OpenAI-style message list), ``{model}`` (``NAME``), ``{max_tokens}``
+  (the output length every ``openai:`` request carries: put it where the endpoint reads one)
   and ``{temperature}``. In JSON text every value is JSON-escaped: ``"{prompt}"`` inside quotes
   receives the escaped string, ``{messages}`` / ``{max_tokens}`` outside quotes receive JSON
   values. In a mapping, a string that is exactly ``"{messages}"`` (or ``"{max_tokens}"``,
@@ -207,18 +208,21 @@ class RestGenerator(HTTPGenerator):
             "system": system[0] if system else "",
             "messages": messages,
             "model": self.model,
-            "max_tokens": self.max_tokens,
+            "max_tokens": self.output_tokens(),
             "temperature": self.temperature,
         }
 
     async def _generate(self, conversation: Conversation, n: int) -> list[Message | None]:
         """One request (``n`` is not sent): one output per value at ``response_path``."""
-        body = render_body(self.body_template, self._values(conversation))
-        estimate = estimate_tokens(len(body), self.max_tokens) if self.limiter.limits_tokens else 0
+        values = self._values(conversation)
+        body = render_body(self.body_template, values)
+        tokens = values["max_tokens"]
+        estimate = estimate_tokens(len(body), tokens) if self.limiter.limits_tokens else 0
+        timeout = self.request_timeout(tokens)
         if self.response_format == "text":
-            text = await self.send(self._url(), body.encode(), estimate, self.method, as_text=True)
+            text = await self.send(self._url(), body.encode(), estimate, self.method, as_text=True, timeout=timeout)
             return [Message(text=text)]
-        return await self.send(self._url(), body.encode(), estimate, self.method, parse=self._parse)
+        return await self.send(self._url(), body.encode(), estimate, self.method, parse=self._parse, timeout=timeout)
 
     def _parse(self, data: Any) -> list[Message | None]:
         """One output per value at ``response_path``; :class:`MalformedResponse` (retried like a
@@ -228,7 +232,7 @@ class RestGenerator(HTTPGenerator):
         if not found:
             raise MalformedResponse(
                 f"malformed response from {self.url}: nothing at response_path {self.response_path!r} "
-                f"in {json.dumps(data)[:200]}"
+                f"in {self.excerpt(json.dumps(data), 200)}"
             )
         outputs: list[Message | None] = []
         for value in found:

@@ -33,6 +33,7 @@ from redline.evaluation import (
     MetricCalculator,
 )
 from redline.generators.base import Generator, GeneratorError
+from redline.generators.output import needing
 from redline.probes.runner import AttemptRunner
 
 __all__ = [
@@ -171,6 +172,11 @@ class Probe:
     default_scan: ClassVar[bool] = True
     #: Whether ``--dataset`` replaces this probe's prompts (see :mod:`redline.probes.dataset`).
     accepts_dataset: ClassVar[bool] = False
+    #: Output tokens this probe needs per output when more than a remote model's default
+    #: ``max_tokens`` (``None``: the default is enough); ``--max-tokens`` overrides it. Requests made
+    #: in :meth:`generate` ask for it (:func:`redline.generators.output.needing`); a probe that
+    #: overrides :meth:`generate` wraps its requests in ``needing`` itself.
+    output_tokens: ClassVar[int | None] = None
 
     #: The user's dataset this probe reads (``--dataset``), if any.
     dataset: str | None = None
@@ -294,7 +300,8 @@ class Probe:
         """Phase 2 for one attempt: fill ``attempt.outputs``. Multi-turn probes override this."""
         prompt = attempt.prompt_view()  # generators read the conversation, they do not change it
         assert prompt is not None
-        outputs = await generator.generate(prompt, generations)
+        with needing(self.output_tokens):
+            outputs = await generator.generate(prompt, generations)
         if len(outputs) != generations:
             raise GeneratorError(f"{generator.name} returned {len(outputs)} outputs, expected {generations}")
         attempt.outputs = [o if o is not None else Message(text=None) for o in outputs]

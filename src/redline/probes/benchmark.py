@@ -266,8 +266,9 @@ class BenchmarkProbe(Probe):
 
 
 # -- harmful requests: answering is the failure -------------------------------------------------------
-_HARMFUL_TAGS = ("owasp:llm01", "atlas:AML.T0054", "nist:dangerous-content", "benchmark")
-_OVER_REFUSAL_TAGS = ("owasp:llm09", "atlas:AML.T0054", "nist:human-ai-configuration", "benchmark", "over-refusal")
+# reviewed in redline/data/tag_review.toml: no OWASP item fits; over-refusal fits no framework
+_HARMFUL_TAGS = ("atlas:AML.T0048", "nist:dangerous-content", "benchmark")
+_OVER_REFUSAL_TAGS = ("benchmark", "over-refusal")
 
 
 class HarmBench(BenchmarkProbe):

@@ -17,9 +17,9 @@ the answer for the weakness each probe names (``prompt_metadata["weakness"]``).
   generator (CWE-338).
 
 SQL and shell injection in generated code are the ``output`` family's (``output.SQLInjection``,
-``output.ShellInjection``). OWASP LLM Top 10 2025: LLM05 (Improper Output Handling: the code is
-run by the application or the developer) and LLM09 (Misinformation, whose examples include unsafe
-code generation). MITRE ATLAS AML.T0048 (External Harms). NIST AI 600-1: information-security.
+``output.ShellInjection``). OWASP LLM Top 10 2025: LLM09 (Misinformation, whose example "Unsafe
+Code Generation" this is). MITRE ATLAS AML.T0048 (External Harms). NIST AI 600-1:
+information-security.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ __all__ = [
     "WeakRandomness",
 ]
 
-_TAGS = ("owasp:llm05", "owasp:llm09", "atlas:AML.T0048", "nist:information-security", "insecure-code")
+_TAGS = ("owasp:llm09", "atlas:AML.T0048", "nist:information-security", "insecure-code")
 
 
 class CodeProbe(Probe):
@@ -48,6 +48,8 @@ class CodeProbe(Probe):
     tasks: ClassVar[tuple[str, ...]] = ()
     weakness: ClassVar[str] = ""
     recommended_detectors = ("code.InsecurePattern",)
+    #: A function with its imports and a line of explanation outgrows the default output length.
+    output_tokens = 512
 
     def _create_probe_items(self) -> list[ProbeItem]:
         return [
@@ -161,7 +163,7 @@ class HardcodedSecrets(CodeProbe):
     name = "code.HardcodedSecrets"
     goal = "make the model write credentials into source code"
     description = "insecure code: a credential given in the request hardcoded instead of read from the environment"
-    tags = _TAGS + ("owasp:llm02", "nist:data-privacy", "cwe:798")
+    tags = _TAGS + ("nist:data-privacy", "cwe:798")
     weakness = "secrets"
 
     def _create_probe_items(self) -> list[ProbeItem]:

@@ -36,6 +36,9 @@ class ConsumptionProbe(Probe):
     requests: ClassVar[tuple[str, ...]] = ()
     kind: ClassVar[str] = ""
     recommended_detectors = ("consumption.Runaway",)
+    #: A runaway shows only in a long output: an enumeration of numbers spends a few tokens a word,
+    #: and ``consumption.Runaway`` needs its ``min_words`` words.
+    output_tokens = 512
 
     def _create_probe_items(self) -> list[ProbeItem]:
         return [

@@ -129,7 +129,7 @@ class Prompts(RequestProbe):
     description = (
         "prompts from a CSV / JSONL file or a Hugging Face dataset (--dataset FILE --dataset-column prompt=COLUMN)"
     )
-    tags = ("owasp:llm01", "atlas:AML.T0054", "nist:dangerous-content", "dataset")
+    tags = ("atlas:AML.T0048", "nist:dangerous-content", "dataset")
     recommended_detectors = ("refusal.Compliance",)
     accepts_dataset = True
     #: Listed, but never part of ``all`` or a family selection: it has nothing to send without data.

@@ -10,9 +10,11 @@ them (OWASP LLM Top 10 2025: LLM05 Improper Output Handling).
   active content must not survive unescaped. Detector ``output.XSS``.
 * ``output.SQLInjection`` / ``output.ShellInjection`` — requests for everyday database and system
   code; the generated code must not build queries or shell commands from input by string
-  concatenation. Detectors ``output.SQLInjection`` / ``output.ShellInjection``.
+  concatenation (OWASP LLM09's "Unsafe Code Generation"). Detectors ``output.SQLInjection`` /
+  ``output.ShellInjection``.
 * ``output.PackageHallucination`` — requests for code in niche domains; imports of packages that do
-  not exist (slopsquatting bait, OWASP LLM03 Supply Chain). Detector ``output.PackageHallucination``.
+  not exist (slopsquatting bait; OWASP LLM09 names non-existent code libraries). Detector
+  ``output.PackageHallucination``.
 
 MITRE ATLAS: AML.T0051.001 (indirect injection) for the exfiltration probes, AML.T0057 (LLM Data
 Leakage); AML.T0048 (External Harms) where code would be unsafe to run.
@@ -165,7 +167,7 @@ class XSS(Probe):
     name = "output.XSS"
     goal = "make the model pass attacker-controlled script into generated HTML"
     description = "XSS in generated HTML: script, event handlers and javascript: URLs from user content"
-    tags = ("owasp:llm05", "cwe:79", "atlas:AML.T0051.001", "nist:information-security")
+    tags = ("owasp:llm05", "cwe:79", "atlas:AML.T0048.003", "nist:information-security")
     recommended_detectors = ("output.XSS",)
 
     def _create_probe_items(self) -> list[ProbeItem]:
@@ -211,7 +213,7 @@ class SQLInjection(Probe):
     name = "output.SQLInjection"
     goal = "make the model write code that builds SQL queries from input by string concatenation"
     description = "SQL injection in generated code: string-built queries instead of parameters"
-    tags = ("owasp:llm05", "cwe:89", "atlas:AML.T0048.003", "nist:information-security", "insecure-code")
+    tags = ("owasp:llm09", "cwe:89", "atlas:AML.T0048.003", "nist:information-security", "insecure-code")
     recommended_detectors = ("output.SQLInjection",)
 
     def _create_probe_items(self) -> list[ProbeItem]:
@@ -251,7 +253,7 @@ class ShellInjection(Probe):
     name = "output.ShellInjection"
     goal = "make the model write code that runs shell commands built from input"
     description = "shell injection in generated code: os.system / shell=True / exec with interpolated input"
-    tags = ("owasp:llm05", "cwe:78", "atlas:AML.T0048.003", "nist:information-security", "insecure-code")
+    tags = ("owasp:llm09", "cwe:78", "atlas:AML.T0048.003", "nist:information-security", "insecure-code")
     recommended_detectors = ("output.ShellInjection",)
 
     def _create_probe_items(self) -> list[ProbeItem]:
@@ -296,9 +298,7 @@ class PackageHallucination(Probe):
     goal = "make the model recommend or import software packages that do not exist"
     description = "package hallucination: generated code imports or installs packages missing from PyPI / npm lists"
     tags = (
-        "owasp:llm03",
         "owasp:llm09",
-        "owasp:llm05",
         "atlas:AML.T0062",
         "atlas:AML.T0060",
         "nist:confabulation",

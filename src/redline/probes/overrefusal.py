@@ -18,11 +18,9 @@ are full of the moral and warning words it sets aside (see :mod:`redline.detecto
 * ``overrefusal.SecurityEducation`` — defensive security questions (how an attack works, how to
   protect against it).
 
-Tags: OWASP LLM Top 10 2025 has no entry for over-refusal; LLM09 (Misinformation: the answer a
-user gets is unreliable, here by withholding) is the closest. MITRE ATLAS AML.T0048.003 (External
-Harms: User Harm — a user denied safety or medical information). NIST AI 600-1: human-ai-configuration (a
-system that refuses benign tasks pushes people to other, less careful sources) and
-information-integrity.
+Tags: none of OWASP LLM Top 10 2025, MITRE ATLAS or NIST AI 600-1 has an item for the refusal of
+a benign request (reviewed in ``redline/data/tag_review.toml``), so these probes carry no
+framework tag and the reports list them as not mapped.
 """
 
 from __future__ import annotations
@@ -40,13 +38,8 @@ __all__ = [
     "TechnicalTerms",
 ]
 
-_TAGS = (
-    "owasp:llm09",
-    "atlas:AML.T0048.003",
-    "nist:human-ai-configuration",
-    "nist:information-integrity",
-    "overrefusal",
-)
+#: No framework tag: the refusal of a benign request fits none (reviewed in redline/data/tag_review.toml).
+_TAGS = ("overrefusal",)
 
 
 class OverRefusalProbe(Probe):

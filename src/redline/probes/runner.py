@@ -20,7 +20,7 @@ from redline.detectors import Detector, DetectorUnavailable, get_detector
 from redline.errors import RedlineError, UsageError
 from redline.evaluation import Evaluator
 from redline.generators import Generator, GeneratorUnavailable
-from redline.generators.cache import CACHE_SCOPE
+from redline.generators.cache import CACHE_SCOPE, CACHED_NOTE
 
 __all__ = ["AttemptRunner", "RunnableProbe", "waiting_bound"]
 
@@ -171,10 +171,14 @@ class AttemptRunner:
         """Phase 2 of :meth:`run_one`: True when the attempt has its outputs, False when the
         failure is recorded in ``notes["error"]``."""
         attempt.notes.pop("error", None)
+        attempt.notes.pop(CACHED_NOTE, None)
         scope = CACHE_SCOPE.set(str(attempt.notes.get("repetition", 0)))
         try:
             await probe.generate(attempt, self.generator, self.generations)
             attempt.status = ATTEMPT_STARTED
+            cached = sum(1 for o in attempt.outputs if o.notes and o.notes.get(CACHED_NOTE))
+            if cached:  # outputs answered from the response cache, counted by the run summary
+                attempt.notes[CACHED_NOTE] = cached
             return True
         except (GeneratorUnavailable, DetectorUnavailable):
             raise

@@ -7,6 +7,8 @@
 * :func:`export_markdown` — a summary for a pull-request comment.
 * :func:`export_hitlog` — one JSON line per failed output.
 * :func:`export_lve` — LVE instances (``instances/*.jsonl`` lines) for a run of LVEs.
+* ``junit`` and ``sarif`` — each probe judged against a release gate, for CI
+  (:mod:`redline.report.junit`, :mod:`redline.report.sarif`).
 
 Model outputs are hostile data. The CSV guards against formula injection (OWASP "CSV
 Injection": a cell starting with ``= + - @``, tab or carriage return is prefixed with ``'``).
@@ -43,8 +45,12 @@ from redline.evaluation import PASS
 from redline.report.errors import ReportError
 from redline.report.formatting import pct, pct_interval, plural
 from redline.report.garak import export_garak
+from redline.report.junit import export_junit
+from redline.report.outcome import cached_note, errored_note, retry_command
 from redline.report.rows import HIT, OutputRow, attempt_rows, detector_names, iter_output_rows
+from redline.report.sarif import export_sarif
 from redline.report.summary import NOT_VALIDATED, ProbeSummary, RunSummary, build_summary
+from redline.report.verdicts import Gate
 from redline.store import Store
 from redline.taxonomy import FRAMEWORK_TITLES, FRAMEWORKS, uncovered_categories
 from redline.textsafety import dumps, inert
@@ -241,19 +247,33 @@ def export_markdown(
     summary = build_summary(store, run_id)
     probes = summary.probes
     pooled = summary.pooled()
-    errored = sum(p.errored for p in probes)
+    errored = summary.errored
+    cached = cached_note(summary.cached, summary.answers)
     lines = [
         f"## redline report: {md_inline(summary.model)}",
         "",
-        f"Run {md_inline(summary.run_id)} · status {md_inline(summary.status)} · "
-        f"{plural(len(probes), 'probe')} · {plural(sum(p.attempts for p in probes), 'attempt')}"
-        + (f" · {errored} errored" if errored else ""),
+        f"Run {md_inline(summary.run_id)} · status {md_inline(summary.shown_status)} · "
+        f"{plural(len(probes), 'probe')} · {plural(summary.attempts, 'attempt')}"
+        + (f" · {errored} errored" if errored else "")
+        + (f" · {cached}" if cached else ""),
         "",
     ]
-    if pooled.outputs:
+    if errored:
+        reasons = "; ".join(f"{r.count}× {md_inline(r.reason)}" for r in summary.error_reasons)
         lines += [
-            f"**{pooled.failed} of {plural(pooled.outputs, 'judged output')} failed ({pct(pooled.rate)}, "
-            f"95% CI {pct_interval(pooled.ci95)}).**",
+            f"**{md_inline(errored_note(errored, summary.attempts))}: their measurements are missing from every "
+            f"rate below.** Commonest reasons: {reasons}. Ask the model again for them: "
+            f"{md_inline(retry_command(summary.run_id))}",
+            "",
+        ]
+    worst = summary.worst()
+    if worst is not None:
+        rated = [p for p in probes if p.is_rated]
+        lines += [
+            f"**Worst probe: {md_inline(worst.probe)}, {worst.failed} of "
+            f"{plural(worst.outputs, 'judged output')} failed ({pct(worst.failure_rate)}, 95% CI "
+            f"{pct_interval(worst.ci95)}); {sum(1 for p in rated if p.failed)} of {plural(len(rated), 'rated probe')} "
+            "with findings.**",
             "",
         ]
     lines += [
@@ -394,15 +414,23 @@ def export_lve(store: Store, run_id: str, author: str = "") -> Iterator[str]:
         raise ReportError(f"run {run_id} has no LVE attempts (scan with --lve PATH to run LVEs)")
 
 
-FORMATS = ("json", "jsonl", "csv", "md", "hitlog", "garak", "lve")
+FORMATS = ("json", "jsonl", "csv", "md", "hitlog", "garak", "lve", "junit", "sarif")
 """The formats :func:`export` knows."""
 
 
-def export(store: Store, run_id: str, fmt: str, framework: str = "owasp") -> Iterator[str]:
+def export(
+    store: Store,
+    run_id: str,
+    fmt: str,
+    framework: str = "owasp",
+    gate: Gate | None = None,
+    artifact: str | None = None,
+) -> Iterator[str]:
     """The export of ``run_id`` in ``fmt`` (one of :data:`FORMATS`) as text chunks; ``md`` groups
-    findings by ``framework`` (``owasp``, ``atlas`` or ``nist``). Raises :class:`ReportError` for
-    an unknown format or framework and ``RunNotFound`` for an unknown run — all before the first
-    chunk is produced, so nothing partial is written."""
+    findings by ``framework`` (``owasp``, ``atlas`` or ``nist``); ``junit`` and ``sarif`` judge
+    each probe against ``gate`` and ``sarif`` locates its results at ``artifact``. Raises
+    :class:`ReportError` for an unknown format or framework and ``RunNotFound`` for an unknown
+    run — all before the first chunk is produced, so nothing partial is written."""
     if fmt not in FORMATS:
         raise ReportError(f"unknown export format {fmt!r}: expected one of {', '.join(FORMATS)}")
     if framework not in FRAMEWORKS:
@@ -414,6 +442,10 @@ def export(store: Store, run_id: str, fmt: str, framework: str = "owasp") -> Ite
         chunks: Iterable[str] = export_garak(store, run_id)
     elif fmt == "lve":
         chunks = _checked_lve(store, run_id)
+    elif fmt == "junit":
+        chunks = export_junit(store, run_id, gate)
+    elif fmt == "sarif":
+        chunks = export_sarif(store, run_id, gate, artifact)
     else:
         chunks = {
             "json": export_json,

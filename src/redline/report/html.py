@@ -34,9 +34,11 @@ from redline.attempt import Attempt
 from redline.detectors import ENSEMBLE_PREFIX
 from redline.detectors.base import HIT_THRESHOLD
 from redline.evaluation import MARKS, PASS, UNDETECTED, Judgment
+from redline.images import thumbnail_uri
 from redline.report import charts
 from redline.report.errors import ReportError
 from redline.report.formatting import pct, pct_interval, plural
+from redline.report.outcome import cached_note, errored_note, retry_command, shown_status, status_class
 from redline.report.rows import HIT, family_of
 from redline.report.summary import NOT_VALIDATED, PooledRate, ProbeSummary, RunSummary, build_summary
 from redline.store import ProbeResultRecord, RunRecord, Store
@@ -86,6 +88,8 @@ def environment() -> Any:
     env.filters["when"] = _when
     env.globals["rate_class"] = charts.rate_class
     env.globals["plural"] = plural
+    env.globals["shown_status"] = shown_status
+    env.globals["status_class"] = status_class
     env.globals["mark_class"] = charts.mark_class
     env.globals["judgments"] = tuple(j.value for j in Judgment)
     return env
@@ -247,26 +251,36 @@ def _families(probes: list[dict]) -> list[dict]:
     return out
 
 
+def _worst_card(summary: RunSummary) -> dict:
+    """The headline: the probe with the highest failure rate, with what it rests on; never a rate
+    pooled over unlike probes (the families and probes below have their own)."""
+    worst = summary.worst()
+    if worst is None:
+        return {"label": "Worst probe", "value": "–", "sub": "no judged outputs", "cls": "neutral"}
+    return {
+        "label": "Worst probe",
+        "value": pct(worst.failure_rate),
+        "sub": f"{worst.probe}: {worst.failed} of {plural(worst.outputs, 'judged output')} failed · "
+        f"95% CI {pct_interval(worst.ci95)} · per family and probe below",
+        "cls": charts.rate_class(worst.failure_rate),
+    }
+
+
 def _cards(summary: RunSummary, probes: list[dict], families: list[dict], hits: int, hit_attempts: int) -> list[dict]:
-    pooled = summary.pooled()
-    attempts = sum(p.attempts for p in summary.probes)
-    errored = sum(p.errored for p in summary.probes)
-    with_findings = sum(1 for p in summary.probes if p.is_rated and p.failed)
+    attempts = summary.attempts
+    errored = summary.errored
+    rated = [p for p in summary.probes if p.is_rated]
+    with_findings = sum(1 for p in rated if p.failed)
     incomplete = sum(1 for p in summary.probes if not p.complete)
     probes_not_measured = sum(1 for p in summary.probes if p.not_measured)
+    cached = cached_note(summary.cached, summary.answers)
     cards = [
+        _worst_card(summary),
         {
-            "label": "Failure rate",
-            "value": pct(pooled.rate),
-            "sub": f"{pooled.failed} of {plural(pooled.outputs, 'judged output')} · 95% CI {pct_interval(pooled.ci95)}"
-            if pooled.outputs
-            else "no judged outputs",
-            "cls": charts.rate_class(pooled.rate),
-        },
-        {
-            "label": "Probes",
-            "value": str(len(probes)),
-            "sub": f"{with_findings} with findings · {plural(len(families), 'family', 'families')}"
+            "label": "Probes with findings",
+            "value": f"{with_findings} of {len(rated)}" if rated else "–",
+            "sub": f"{plural(len(probes), 'probe')} in {plural(len(families), 'family', 'families')}"
+            + (f" · {len(probes) - len(rated)} without a failure rate" if len(rated) < len(probes) else "")
             + (f" · {incomplete} incomplete" if incomplete else ""),
             "cls": "neutral",
         },
@@ -279,8 +293,9 @@ def _cards(summary: RunSummary, probes: list[dict], families: list[dict], hits: 
         {
             "label": "Attempts",
             "value": str(attempts),
-            "sub": f"{errored} errored" if errored else "none errored",
-            "cls": "neutral",
+            "sub": (f"{errored} errored: their measurements are missing" if errored else "none errored")
+            + (f" · {cached}" if cached else ""),
+            "cls": "r4" if errored else "neutral",
         },
     ]
     cards.append(_bias_card([m for p in probes for m in p["metric_rows"]], probes_not_measured))
@@ -333,7 +348,10 @@ def _bias_card(metric_rows: list[dict], probes_not_measured: int = 0) -> dict:
 
 
 def _turns(conversation: Any, start: int = 0) -> list[dict]:
-    return [{"role": t.role, "text": t.content.display_text() or ""} for t in conversation.turns[start:]]
+    return [
+        {"role": t.role, "text": t.content.display_text() or "", "image": thumbnail_uri(t.content)}
+        for t in conversation.turns[start:]
+    ]
 
 
 def _attempt_view(attempt: Attempt) -> dict:
@@ -442,6 +460,9 @@ def report_context(store: Store, run_id: str, hits_only: bool = False, framework
         "title": f"redline report · {run.model} · {run_id}",
         "run": run,
         "summary": summary,
+        "status_class": status_class(summary.status, summary.errored),
+        "errored_note": errored_note(summary.errored, summary.attempts),
+        "retry_command": retry_command(run_id) if summary.errored else None,
         "settings": _settings(run),
         "cards": _cards(summary, probes, families, hits, hit_attempts),
         "families": families,

@@ -27,8 +27,9 @@ from redline.evaluation.metrics import MAX_CATEGORIES, OTHER_CATEGORIES, categor
 from redline.evaluation.statistics import CorrectedRate, review_corrected_rate, rogan_gladen, validation_priors
 from redline.probes import probes as probe_registry
 from redline.report.formatting import plural
+from redline.report.outcome import ErrorReason, group_reasons, shown_status
 from redline.store import LABEL_FAIL, LABEL_PASS, RUN_COMPLETE, AttemptCounts, ProbeResultRecord, Store
-from redline.taxonomy import FRAMEWORKS, category_name, framework_tags, is_known
+from redline.taxonomy import FRAMEWORKS, category_name, framework_of, framework_tags, is_known
 
 __all__ = [
     "FROM_REVIEWS",
@@ -40,8 +41,9 @@ __all__ = [
     "ProbeSummary",
     "RunSummary",
     "build_summary",
-    "probe_tags",
+    "gate_outcome",
     "gate_violations",
+    "probe_tags",
     "run_summary",
 ]
 
@@ -361,6 +363,11 @@ class RunSummary:
     created: float | None
     generations: int
     probes: tuple[ProbeSummary, ...] = ()
+    #: Outputs answered from the response cache, of :attr:`answers` outputs stored.
+    cached: int = 0
+    answers: int = 0
+    #: The commonest reasons attempts errored, commonest first (:func:`~redline.report.outcome.group_reasons`).
+    error_reasons: tuple[ErrorReason, ...] = ()
     #: Each probe's tags (``owasp:llm01``, ``atlas:AML.T0051``, ``nist:data-privacy``, …): those
     #: stored with its result and those its class declares now (see :func:`probe_tags`). Read back
     #: from the JSON, only the framework tags it groups by; not compared (the grouping is).
@@ -369,6 +376,30 @@ class RunSummary:
     def pooled(self) -> PooledRate:
         """Failed over judged outputs over every probe of the run that has a failure rate."""
         return PooledRate.of(self.probes)
+
+    @property
+    def attempts(self) -> int:
+        """Stored attempts over every probe, errored ones included."""
+        return sum(p.attempts for p in self.probes)
+
+    @property
+    def errored(self) -> int:
+        """Attempts whose request failed: measurements missing from every rate."""
+        return sum(p.errored for p in self.probes)
+
+    @property
+    def shown_status(self) -> str:
+        """The status the reports show: ``complete with errors`` for a complete run with errored
+        attempts, else :attr:`status`."""
+        return shown_status(self.status, self.errored)
+
+    def worst(self) -> ProbeSummary | None:
+        """The rated probe with the highest failure rate (the lower end of its interval breaks a
+        tie, then scan order); ``None`` when no probe is rated."""
+        rated = [p for p in self.probes if p.is_rated]
+        if not rated:
+            return None
+        return max(rated, key=lambda p: (p.failure_rate or 0.0, (p.ci95 or (0.0, 0.0))[0]))
 
     def by_framework(self, framework: str) -> list[FrameworkGroup]:
         """The run's probes grouped by the categories of ``framework`` (``owasp``, ``atlas`` or
@@ -385,15 +416,25 @@ class RunSummary:
 
     def as_dict(self) -> dict[str, Any]:
         """The summary JSON: ``{"run_id", "model", "status", "created", "generations",
-        "probes": [...]}`` (see :meth:`ProbeSummary.as_dict`), then, when the probes have tags,
-        ``"compliance": {"owasp" | "atlas" | "nist": [...]}``, the categories each framework's
-        probes fall in (see :meth:`FrameworkGroup.as_dict`)."""
+        "outcome", "attempts", "errored", "error_reasons", "cached", "answers", "probes": [...]}``
+        (see :meth:`ProbeSummary.as_dict`), then, when the probes have tags, ``"compliance":
+        {"owasp" | "atlas" | "nist": [...]}``, the categories each framework's probes fall in (see
+        :meth:`FrameworkGroup.as_dict`). ``status`` is the stored one (``complete``,
+        ``interrupted``…); ``outcome`` is what the reports show (``complete with errors`` when
+        attempts errored); ``error_reasons`` ``[{"reason", "count"}]``, commonest first; ``cached``
+        of ``answers`` stored outputs came from the response cache."""
         data: dict[str, Any] = {
             "run_id": self.run_id,
             "model": self.model,
             "status": self.status,
             "created": self.created,
             "generations": self.generations,
+            "outcome": self.shown_status,
+            "attempts": self.attempts,
+            "errored": self.errored,
+            "error_reasons": [r.as_dict() for r in self.error_reasons],
+            "cached": self.cached,
+            "answers": self.answers,
             "probes": [p.as_dict() for p in self.probes],
         }
         if any(self.tags.values()):
@@ -411,6 +452,11 @@ class RunSummary:
             created=data.get("created"),
             generations=data.get("generations", 1),
             probes=tuple(ProbeSummary.from_dict(p) for p in data["probes"]),
+            cached=data.get("cached", 0) or 0,
+            answers=data.get("answers", 0) or 0,
+            error_reasons=tuple(
+                ErrorReason.from_dict(r) for r in data.get("error_reasons") or () if isinstance(r, Mapping)
+            ),
             tags=_tags_from_compliance(data.get("compliance")),
         )
 
@@ -458,13 +504,15 @@ def _tags_from_compliance(compliance: Any) -> dict[str, tuple[str, ...]]:
 def probe_tags(name: str, stored: Sequence[str] = ()) -> tuple[str, ...]:
     """The tags of probe ``name`` in a run: ``stored`` (with its result), then those its class
     declares now (a wrapped probe, ``harmful.Requests+escalation``, has its inner probe's), so
-    that a run stored before a mapping was added is grouped by it too. A probe that no longer
-    loads has its stored tags only."""
-    tags = list(stored)
+    that a run stored before a mapping was added is grouped by it too. The framework tags
+    (``owasp:``, ``atlas:``, ``nist:``) of a probe that loads are those it declares now, as
+    reviewed (``redline/data/tag_review.toml``): a stored one it no longer carries (a mapping
+    found wrong) is dropped. A probe that no longer loads has its stored tags only."""
     try:
         declared = tuple(probe_registry.load(name.split("+", 1)[0]).tags)
     except Exception:  # an LVE, a plugin that has gone: what was stored
-        declared = ()
+        return tuple(stored)
+    tags = [t for t in stored if framework_of(t) is None or t in declared]
     tags += [t for t in declared if t not in tags]
     return tuple(tags)
 
@@ -746,6 +794,11 @@ def build_summary(store: Store, run_id: str) -> RunSummary:
             probes.append(_finished_probe(store, run_id, name, c, result))
         else:
             probes.append(_unfinished_probe(store, run_id, name, c))
+    errored = sum(c.errored for c in counts.values())
+    reasons = group_reasons(n.get("error") for n in store.iter_attempt_notes(run_id, errored=True)) if errored else ()
+    cached = 0
+    if run.scan.get("cache", True) is not False:  # a run without the cache has no answer from it
+        cached = sum(_count(n.get("cached")) for n in store.iter_attempt_notes(run_id, errored=False))
     return RunSummary(
         run_id=run_id,
         model=run.model,
@@ -753,8 +806,16 @@ def build_summary(store: Store, run_id: str) -> RunSummary:
         created=run.created,
         generations=run.generations,
         probes=tuple(probes),
+        cached=cached,
+        answers=sum(c.outputs for c in counts.values()),
+        error_reasons=reasons,
         tags={name: probe_tags(name, results[name].tags if name in results else ()) for name in names},
     )
+
+
+def _count(value: Any) -> int:
+    """A count stored in an attempt's notes (``notes["cached"]``); 0 for anything else."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
 
 
 def run_summary(store: Store, run_id: str) -> dict:
@@ -777,6 +838,18 @@ def gate_violations(
     summary: RunSummary | Mapping[str, Any], fail_above: float | None, fail_mark: str | None
 ) -> list[str]:
     """Why ``summary`` (a :class:`RunSummary` or its JSON) fails a release gate (empty when it
+    passes or no gate is set): :func:`gate_outcome`'s failures, then the probes it could not
+    decide."""
+    failed, undecided = gate_outcome(summary, fail_above, fail_mark)
+    return failed + undecided
+
+
+def gate_outcome(
+    summary: RunSummary | Mapping[str, Any], fail_above: float | None, fail_mark: str | None
+) -> tuple[list[str], list[str]]:
+    """Why ``summary`` (a :class:`RunSummary` or its JSON) fails a release gate, as ``(failed,
+    undecided)``: ``undecided`` names the probes without a judged output whose attempts errored
+    (asked again, they may pass or fail), ``failed`` every other reason (both empty when the gate
     passes or no gate is set).
 
     A probe fails when its failure rate (judged outputs; the rate corrected for judge error when
@@ -784,10 +857,11 @@ def gate_violations(
     marks is ``fail_mark`` or worse, or — with either gate set — when it was not measured at all
     (a gate must not pass on evidence that does not exist). A run that is not complete fails."""
     if fail_above is None and fail_mark is None:
-        return []
+        return [], []
     if not isinstance(summary, RunSummary):
         summary = RunSummary.from_dict(summary)
-    problems = []
+    problems: list[str] = []
+    undecided: list[str] = []
     for p in summary.probes:
         if p.not_measured:
             problems.append(f"{p.probe}: not measured ({p.not_measured})")
@@ -807,7 +881,9 @@ def gate_violations(
                 if mark is not None and MARKS.index(mark) >= MARKS.index(fail_mark):
                     problems.append(f"{p.probe}: {metric} mark {mark} (gate: {fail_mark} or worse fails)")
         if rate is None and not p.metrics and p.attempts and fail_above is not None:
-            problems.append(f"{p.probe}: no judged outputs ({p.errored} errored, {p.undetected} undetected)")
+            (undecided if p.errored else problems).append(
+                f"{p.probe}: no judged outputs ({p.errored} errored, {p.undetected} undetected)"
+            )
     if summary.status != RUN_COMPLETE:
         problems.append(f"run {summary.run_id} is {summary.status}: resume it before gating")
-    return problems
+    return problems, undecided

@@ -14,6 +14,7 @@ from rich.table import Table
 from rich.text import Text
 
 from redline.report.formatting import pct, pct_interval, plural
+from redline.report.outcome import cached_note, errored_note, retry_command
 from redline.report.rows import OutputRow, attempt_rows
 from redline.report.summary import NOT_VALIDATED, ProbeSummary, RunSummary
 from redline.report.tally import ReviewTally
@@ -41,7 +42,9 @@ def print_run_summary(
     store: str | None = None,
 ) -> None:
     """Print ``summary`` on ``console``: the table, a legend of its columns, the rates by
-    category, the reviews (``reviews``, when outputs were reviewed), notes (other metrics and
+    category, the errored attempts (how many, the commonest reasons, the command that retries
+    them), the outputs answered from the cache, the reviews (``reviews``, when outputs were
+    reviewed), notes (other metrics and
     marks, outputs left undetected, why a probe was not measured), the judges, up to ``examples``
     example failures per probe (``failures``: probe → rows, see :func:`example_failures`), and
     ``next:`` lines with the commands to go further.
@@ -51,6 +54,8 @@ def print_run_summary(
     """
     print_summary_table(console, summary)
     _print_legend(console, summary)
+    _print_errors(console, summary, store)
+    _print_cached(console, summary)
     _print_categories(console, summary)
     if reviews is not None and reviews.reviewed:
         _print_reviews(console, reviews)
@@ -159,7 +164,9 @@ def _summary_table(summary: RunSummary, narrow: bool, fold: bool, tight: bool = 
     tight = tight and narrow
     # names come from models, LVE files and servers: shown literally (Text, visible), never as markup
     table = Table(
-        title=Text(visible(f"run {summary.run_id} · model {summary.model} · {summary.status}").replace("\n", "\\n")),
+        title=Text(
+            visible(f"run {summary.run_id} · model {summary.model} · {summary.shown_status}").replace("\n", "\\n")
+        ),
         title_justify="left",
         box=box.SIMPLE_HEAD,
         show_edge=False,
@@ -308,6 +315,45 @@ def _print_categories(console: Console, summary: RunSummary) -> None:
     console.print(grid)
 
 
+#: How many reasons the terminal prints for errored attempts (the JSON keeps more).
+SHOWN_REASONS = 3
+
+
+def _print_errors(console: Console, summary: RunSummary, store: str | None) -> None:
+    """When attempts errored: how many (their outputs are missing from every rate), the commonest
+    reasons with their counts, and the command that retries them; nothing when none did."""
+    if not summary.errored:
+        return
+    console.print()
+    console.print(
+        Text(
+            f"{summary.shown_status}: {errored_note(summary.errored, summary.attempts)}; "
+            "their measurements are missing from every rate above",
+            style="bold",
+        ),
+        highlight=False,
+    )
+    reasons = summary.error_reasons[:SHOWN_REASONS]
+    if reasons:
+        console.print("commonest reasons:", markup=False, highlight=False)
+        for r in reasons:
+            console.print(Text(f"  {r.count}× {visible(r.reason)}"), highlight=False)
+        rest = summary.errored - sum(r.count for r in reasons)
+        if rest > 0:
+            console.print(f"  {plural(rest, 'more attempt')} with other reasons", markup=False, highlight=False)
+    console.print("ask the model again for them:", markup=False, highlight=False)
+    console.print("  " + retry_command(summary.run_id, store), markup=False, highlight=False, soft_wrap=True)
+
+
+def _print_cached(console: Console, summary: RunSummary) -> None:
+    """``12 of 76 outputs answered from the cache``, when any was (``--no-cache`` asks the model
+    again)."""
+    note = cached_note(summary.cached, summary.answers)
+    if note:
+        console.print()
+        console.print(f"{note} (a scan with --no-cache asks the model again)", markup=False, highlight=False)
+
+
 def _print_notes(console: Console, summary: RunSummary) -> None:
     """A probe per line with what the table cannot say (:func:`_notes`); nothing when no probe
     has any."""
@@ -411,15 +457,18 @@ def _print_examples(console: Console, summary: RunSummary, failures: Mapping[str
 def _print_next(console: Console, summary: RunSummary, store: str | None, examples_shown: bool) -> None:
     """The ``next:`` steps, each a line saying what it gives and, indented under it, the exact
     command: write this run's HTML report; see example failures (unless they were just shown, or
-    nothing failed); finish an interrupted run. ``--store STORE`` is added when ``store`` is
+    nothing failed); finish an interrupted run (with ``--retry-errors`` when attempts errored).
+    ``--store STORE`` is added when ``store`` is
     given. A command is printed whole on one line, never wrapped by redline."""
+    store_path = store
     store = "" if store is None else f" --store {shlex.quote(store)}"
     run = shlex.quote(summary.run_id)
     steps = [("write the HTML report (every prompt and output):", f"redline report {run} --html report.html{store}")]
     if not examples_shown and any(p.failed and not p.is_metrics_only for p in summary.probes):
         steps.append(("see example failures here:", f"redline show {run} --examples 3{store}"))
-    if summary.status == RUN_INTERRUPTED:
-        steps.append(("finish the interrupted run:", f"redline scan --resume {run}{store}"))
+    if summary.status == RUN_INTERRUPTED:  # errored attempts are retried with the rest (see errors above)
+        resume = retry_command(summary.run_id, store_path) if summary.errored else f"redline scan --resume {run}{store}"
+        steps.append(("finish the interrupted run:", resume))
     console.print()
     for i, (what, command) in enumerate(steps):
         console.print(("next: " if i == 0 else "") + what, markup=False, highlight=False)

@@ -3,7 +3,8 @@
 :class:`Store` (:mod:`.sqlite`) opens a store file and returns the typed records of
 :mod:`.records`; :class:`BatchWriter` (:mod:`.writer`) writes a scan's attempts by group commit;
 :mod:`.schema` holds the tables; :mod:`.locks` the run locks of scans; :mod:`.integrity` turns a
-damaged file into one-line errors.
+damaged file into one-line errors; :mod:`.trust` refuses a file redline did not make and
+:mod:`.rows` reads every row type-checked and bounded (a store is untrusted input).
 """
 
 from redline.store.errors import RunNotFound, StoreError
@@ -22,7 +23,9 @@ from redline.store.records import (
     RunRecord,
     ValidationRecord,
 )
+from redline.store.rows import DamagedAttempt, RowDamaged
 from redline.store.sqlite import Store
+from redline.store.trust import StoreRefused
 from redline.store.writer import BatchWriter
 
 __all__ = [
@@ -33,14 +36,17 @@ __all__ = [
     "LABEL_PASS",
     "AttemptCounts",
     "BatchWriter",
+    "DamagedAttempt",
     "ProbeResultRecord",
     "ReviewRecord",
     "RunListing",
     "RunLocked",
     "RunNotFound",
+    "RowDamaged",
     "RunRecord",
     "Store",
     "StoreDamaged",
     "StoreError",
+    "StoreRefused",
     "ValidationRecord",
 ]

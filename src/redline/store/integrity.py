@@ -7,6 +7,10 @@ a database``, ``database is locked``, a read-only file...) becomes a :class:`Sto
 the store file and, for a damaged file, what to do. :func:`check_integrity` runs
 ``PRAGMA quick_check`` (it reads every page and checks the b-trees, without the
 index-to-table cross-check of ``integrity_check``), once per scan, before it starts.
+
+Given the :class:`~redline.store.trust.Deadline` of its connection, :class:`GuardedConnection`
+starts it before every read step (a statement, each next row) and stops it before a write; a read
+stopped by it, or a value past :data:`~redline.store.trust.MAX_VALUE_BYTES`, is one line too.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ import sqlite3
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from redline.store import trust
 from redline.store.errors import StoreError
 
 __all__ = ["GuardedConnection", "StoreDamaged", "check_integrity", "store_error"]
@@ -47,6 +52,11 @@ def store_error(path: str | os.PathLike, exc: sqlite3.Error, action: str = "use"
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
     if name in _DAMAGED or "malformed" in text or "not a database" in text:
         return StoreDamaged(damaged_message(path, text, opening=action == "open"))
+    if name == "SQLITE_INTERRUPT":
+        return StoreError(f"cannot {action} store {path}: a query ran past its time limit and was stopped")
+    if name == "SQLITE_TOOBIG":
+        limit = trust.MAX_VALUE_BYTES // 2**20
+        return StoreError(f"cannot {action} store {path}: a value is larger than {limit} MiB")
     return StoreError(f"cannot {action} store {path}: {text}")
 
 
@@ -73,21 +83,45 @@ class _guarded:  # noqa: N801 - used as a function: ``with _guarded(path, action
             raise store_error(self.path, exc, self.action) from None
 
 
-class _GuardedCursor:
-    """A cursor whose rows raise :class:`StoreError` instead of ``sqlite3`` errors."""
+class _NoDeadline:
+    """The deadline of a connection without one."""
 
-    def __init__(self, cursor: sqlite3.Cursor, path: str | os.PathLike, action: str) -> None:
+    __slots__ = ()
+
+    def start(self) -> None:
+        return None
+
+    def stop(self) -> None:
+        return None
+
+
+class _GuardedCursor:
+    """A cursor whose rows raise :class:`StoreError` instead of ``sqlite3`` errors; a read's
+    deadline starts again before each row is fetched."""
+
+    def __init__(
+        self, cursor: sqlite3.Cursor, path: str | os.PathLike, action: str, deadline: Any = _NoDeadline()
+    ) -> None:
         self._cursor, self._path, self._action = cursor, path, action
+        self._start = deadline.start if action == "read" else deadline.stop
 
     def __iter__(self) -> Iterator[Any]:
+        cursor, start = self._cursor, self._start
         with _guarded(self._path, self._action):
-            yield from self._cursor
+            while True:
+                start()
+                row = cursor.fetchone()
+                if row is None:
+                    return
+                yield row
 
     def fetchone(self) -> Any:
+        self._start()
         with _guarded(self._path, self._action):
             return self._cursor.fetchone()
 
     def fetchall(self) -> list[Any]:
+        self._start()
         with _guarded(self._path, self._action):
             return self._cursor.fetchall()
 
@@ -95,18 +129,25 @@ class _GuardedCursor:
 class GuardedConnection:
     """The store's connection (``execute``, ``executemany``, ``close``): a ``sqlite3`` error
     becomes a one-line :class:`StoreError` naming ``path`` (misuse, ``ProgrammingError``, is a bug
-    and is left as it is)."""
+    and is left as it is). ``deadline`` (a :class:`~redline.store.trust.Deadline`) bounds each
+    read step."""
 
-    def __init__(self, connection: sqlite3.Connection, path: str | os.PathLike) -> None:
+    def __init__(self, connection: sqlite3.Connection, path: str | os.PathLike, deadline: Any = None) -> None:
         self.raw = connection
         self.path = path
+        self.deadline = deadline if deadline is not None else _NoDeadline()
 
     def execute(self, sql: str, parameters: Any = ()) -> _GuardedCursor:
         action = _action(sql)
+        if action == "read":
+            self.deadline.start()
+        else:
+            self.deadline.stop()
         with _guarded(self.path, action):
-            return _GuardedCursor(self.raw.execute(sql, parameters), self.path, action)
+            return _GuardedCursor(self.raw.execute(sql, parameters), self.path, action, self.deadline)
 
     def executemany(self, sql: str, rows: Iterable[Any]) -> None:
+        self.deadline.stop()
         with _guarded(self.path, "write to"):
             self.raw.executemany(sql, rows)
 

@@ -39,9 +39,10 @@ from pathlib import Path
 from typing import Any
 
 from redline import jsonio
-from redline.attempt import Attempt
+from redline.attempt import Attempt, AttemptError
 from redline.evaluation import FAIL
 from redline.generators.transport.secrets import mask_url, redact_data
+from redline.store import rows
 from redline.store.errors import RunNotFound, StoreError
 from redline.store.integrity import GuardedConnection, StoreDamaged, check_integrity, store_error
 from redline.store.locks import RunLock, RunLocked, acquire, is_held
@@ -58,7 +59,9 @@ from redline.store.records import (
     RunRecord,
     ValidationRecord,
 )
+from redline.store.rows import Bad, DamagedAttempt, read
 from redline.store.schema import INSERT_ATTEMPT, prepare
+from redline.store.trust import check_schema, harden
 from redline.textsafety import escape_surrogates
 
 __all__ = [
@@ -145,11 +148,18 @@ class Store:
         except sqlite3.DatabaseError as exc:
             raise store_error(self.path, exc, "open") from None
         try:
+            deadline = harden(connection)
+            deadline.start()
+            check_schema(connection, self.path)  # before anything is written: a file redline made
+            deadline.stop()
             prepare(connection)
         except sqlite3.DatabaseError as exc:
             connection.close()
             raise store_error(self.path, exc, "open") from None
-        self._db = GuardedConnection(connection, self.path)
+        except StoreError:
+            connection.close()
+            raise
+        self._db = GuardedConnection(connection, self.path, deadline)
         self._checkpointer: threading.Thread | None = None
 
     def close(self) -> None:
@@ -187,6 +197,7 @@ class Store:
     def check_integrity(self) -> None:
         """Raise :class:`StoreDamaged` when the file is damaged (``PRAGMA quick_check``, see
         :mod:`redline.store.integrity` for its cost); a scan calls it before it writes."""
+        self._db.deadline.stop()  # it reads the whole file: bounded by the file's size
         check_integrity(self._db.raw, self.path)
 
     def __enter__(self) -> Store:
@@ -264,6 +275,9 @@ class Store:
         ).fetchone()
         if row is None:
             raise RunNotFound(f"no run {run_id!r} in {self.path} (see 'redline runs --store {self.path}')")
+        where = f"run {run_id[:80]!r}"
+        read(self.path, where, rows.run_row, row[0], row[1], row[2], row[3], row[4], row[6])
+        config = read(self.path, where, rows.run_config, row[5])
         status, message = self._shown(row[0], row[4], row[6])
         return RunRecord(
             run_id=row[0],
@@ -271,18 +285,20 @@ class Store:
             updated=row[2],
             model=row[3],
             status=status,
-            config=json.loads(row[5]),
+            config=config,
             message=message,
         )
 
     def list_runs(self) -> list[RunListing]:
         """Every run with its attempt totals, newest first."""
-        rows = self._db.execute(
+        found = self._db.execute(
             """SELECT r.run_id, r.created, r.model, r.status,
                       COUNT(a.seq), COALESCE(SUM(a.failed), 0), COALESCE(SUM(a.errored), 0)
                FROM runs r LEFT JOIN attempts a ON a.run_id = r.run_id
                GROUP BY r.run_id ORDER BY r.created DESC"""
         ).fetchall()
+        for r in found:
+            read(self.path, f"run {str(r[0])[:80]!r}", _listed_run, r)
         return [
             RunListing(
                 run_id=r[0],
@@ -293,7 +309,7 @@ class Store:
                 failed=r[5],
                 errored=r[6],
             )
-            for r in rows
+            for r in found
         ]
 
     def set_run_status(self, run_id: str, status: str, message: str | None = None) -> None:
@@ -363,26 +379,57 @@ class Store:
             query += " AND errored = 0"
         return {row[0] for row in self._db.execute(query, (run_id, probe))}
 
+    def _attempt_row(self, run_id: str, probe: Any, seq: Any) -> str:
+        """How a row of ``attempts`` is named in an error."""
+        return f"attempt {seq!r} of probe {str(probe)[:80]!r} in run {run_id[:80]!r}"
+
+    def _attempt(self, run_id: str, probe: Any, seq: Any, data: Any) -> Attempt:
+        """The attempt stored as ``data`` (:func:`rows.attempt_data`), or :class:`RowDamaged`."""
+        return read(self.path, self._attempt_row(run_id, probe, seq), _attempt_of, data)
+
     def iter_attempts(self, run_id: str, probe: str | None = None, errored: bool | None = None) -> Iterator[Attempt]:
-        """Stored attempts in (probe, seq) order."""
+        """Stored attempts in (probe, seq) order; a row that is not an attempt as redline writes
+        it raises :class:`~redline.store.rows.RowDamaged`."""
         where, args = _attempt_filter(run_id, probe, errored)
-        query = f"SELECT data FROM attempts WHERE {where} ORDER BY probe, seq"
-        for (data,) in self._db.execute(query, args):
-            yield Attempt.from_dict(jsonio.loads(data))
+        query = f"SELECT probe, seq, data FROM attempts WHERE {where} ORDER BY probe, seq"
+        for name, seq, data in self._db.execute(query, args):
+            yield self._attempt(run_id, name, seq, data)
 
     def iter_attempt_notes(self, run_id: str, probe: str | None = None, errored: bool | None = None) -> Iterator[dict]:
         """The notes of the stored attempts (``notes`` of :meth:`Attempt.as_dict`), in (probe,
         seq) order, without reading the rest of each attempt where the row keeps them apart."""
         where, args = _attempt_filter(run_id, probe, errored)
-        query = f"SELECT notes, CASE WHEN notes IS NULL THEN data END FROM attempts WHERE {where} ORDER BY probe, seq"
-        for notes, data in self._db.execute(query, args):
-            yield (jsonio.loads(notes) if notes is not None else jsonio.loads(data).get("notes")) or {}
+        query = (
+            "SELECT probe, seq, notes, CASE WHEN notes IS NULL THEN data END "
+            f"FROM attempts WHERE {where} ORDER BY probe, seq"
+        )
+        for name, seq, notes, data in self._db.execute(query, args):
+            yield read(self.path, self._attempt_row(run_id, name, seq), _notes_of, notes, data)
 
     def iter_attempt_dicts(self, run_id: str, probe: str | None = None, errored: bool | None = None) -> Iterator[dict]:
-        """Stored attempts as their JSON objects (:meth:`Attempt.as_dict`), in (probe, seq) order."""
+        """Stored attempts as their JSON objects (:meth:`Attempt.as_dict`), in (probe, seq) order;
+        a damaged row raises :class:`~redline.store.rows.RowDamaged`."""
+        for data in self.iter_attempt_entries(run_id, probe, errored):
+            if isinstance(data, DamagedAttempt):
+                raise rows.RowDamaged(
+                    f"store {self.path}: {self._attempt_row(run_id, data.probe, data.seq)} is damaged "
+                    f"({data.problem}); it was not written by redline"
+                )
+            yield data
+
+    def iter_attempt_entries(
+        self, run_id: str, probe: str | None = None, errored: bool | None = None
+    ) -> Iterator[dict | DamagedAttempt]:
+        """:meth:`iter_attempt_dicts`, a damaged row given as a :class:`DamagedAttempt` in its
+        place (a reader that shows it marked, such as ``redline view``)."""
         where, args = _attempt_filter(run_id, probe, errored)
-        for (data,) in self._db.execute(f"SELECT data FROM attempts WHERE {where} ORDER BY probe, seq", args):
-            yield jsonio.loads(data)
+        query = f"SELECT probe, seq, data FROM attempts WHERE {where} ORDER BY probe, seq"
+        for name, seq, data in self._db.execute(query, args):
+            try:
+                yield rows.attempt_data(data)
+            except Bad as exc:
+                shown = seq if type(seq) is int else -1
+                yield DamagedAttempt(str(name)[: rows.MAX_NAME_CHARS], shown, str(exc))
 
     def get_attempt(self, run_id: str, probe: str, seq: int) -> Attempt | None:
         """Attempt ``seq`` of ``probe`` in ``run_id`` (one row, read by its key); ``None`` when
@@ -392,19 +439,22 @@ class Store:
         row = self._db.execute(
             "SELECT data FROM attempts WHERE run_id = ? AND probe = ? AND seq = ?", (run_id, probe, seq)
         ).fetchone()
-        return Attempt.from_dict(jsonio.loads(row[0])) if row else None
+        return self._attempt(run_id, probe, seq, row[0]) if row else None
 
     def attempt_counts(self, run_id: str) -> dict[str, AttemptCounts]:
         """Per probe with stored attempts: attempts, outputs, failed outputs and errored attempts
         (a probe without any stored attempt is absent)."""
-        rows = self._db.execute(
+        found = self._db.execute(
             """SELECT probe, COUNT(*), SUM(outputs), SUM(failed), SUM(errored)
                FROM attempts WHERE run_id = ? GROUP BY probe""",
             (run_id,),
         )
-        return {
-            r[0]: AttemptCounts(attempts=r[1], outputs=r[2] or 0, failed=r[3] or 0, errored=r[4] or 0) for r in rows
-        }
+        counts = {}
+        for r in found:
+            where = f"the attempts of probe {str(r[0])[:80]!r} in run {run_id[:80]!r}"
+            read(self.path, where, _counts, r)
+            counts[r[0]] = AttemptCounts(attempts=r[1], outputs=r[2] or 0, failed=r[3] or 0, errored=r[4] or 0)
+        return counts
 
     # -- probe results ---------------------------------------------------------------------------
     def save_probe_result(self, run_id: str, probe: str, position: int, result: dict) -> None:
@@ -417,19 +467,24 @@ class Store:
 
     def probe_results(self, run_id: str) -> dict[str, ProbeResultRecord]:
         """The stored probe results of the run by probe name, in position order."""
-        rows = self._db.execute(
+        found = self._db.execute(
             "SELECT probe, position, result FROM probe_results WHERE run_id = ? ORDER BY position", (run_id,)
         )
-        return {
-            probe: ProbeResultRecord(probe=probe, position=position, data=json.loads(result))
-            for probe, position, result in rows
-        }
+        results = {}
+        for probe, position, result in found:
+            where = f"the result of probe {str(probe)[:80]!r} in run {run_id[:80]!r}"
+            read(self.path, where, rows.name, probe, "its probe")
+            read(self.path, where, rows.count, position, "its position", -(2**63), 2**63 - 1)
+            data = read(self.path, where, rows.probe_result, result)
+            results[probe] = ProbeResultRecord(probe=probe, position=position, data=data)
+        return results
 
     # -- cache -----------------------------------------------------------------------------------
     def cache_get(self, key: str) -> list[Any] | None:
-        """The cached outputs stored under ``key`` (``None`` when there are none)."""
+        """The cached outputs stored under ``key`` (``None`` when there are none, or when the
+        entry is not outputs as redline writes them: the request is then asked again)."""
         row = self._db.execute("SELECT outputs FROM cache WHERE key = ?", (key,)).fetchone()
-        return jsonio.loads(row[0]) if row else None
+        return _cached(row[0]) if row else None
 
     def cache_keys(self, limit: int) -> list[str] | None:
         """Every cache key, or ``None`` when there are more than ``limit``."""
@@ -439,7 +494,9 @@ class Store:
     def cache_items(self) -> Iterator[tuple[str, list[Any]]]:
         """Every cached entry as ``(key, outputs)`` (what a distributed scan's workers start with)."""
         for key, outputs in self._db.execute("SELECT key, outputs FROM cache"):
-            yield key, jsonio.loads(outputs)
+            value = _cached(outputs)
+            if value is not None and type(key) is str:
+                yield key, value
 
     def cache_put(self, key: str, outputs: list[Any]) -> None:
         """Store (or replace) the outputs of ``key``; committed at once."""
@@ -452,12 +509,12 @@ class Store:
         for review in reviews:
             if review.label not in (LABEL_FAIL, LABEL_PASS):
                 raise StoreError(f"review label must be {LABEL_FAIL!r} or {LABEL_PASS!r}, got {review.label!r}")
-        rows = [
+        values = [
             (r.run_id, r.probe, r.seq, r.output, r.label, r.verdict, r.note, r.reviewer, r.created or time.time())
             for r in reviews
         ]
         with self._transaction():
-            self._db.executemany("INSERT OR REPLACE INTO reviews VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+            self._db.executemany("INSERT OR REPLACE INTO reviews VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", values)
 
     def delete_review(self, run_id: str, probe: str, seq: int, output: int) -> None:
         """Remove the label of output ``output`` of attempt ``seq`` of ``probe`` in ``run_id``
@@ -474,8 +531,9 @@ class Store:
         if probe is not None:
             sql += " AND probe = ?"
             params.append(probe)
-        rows = self._db.execute(sql + " ORDER BY probe, seq, output", params).fetchall()
-        return [ReviewRecord(*row) for row in rows]
+        found = self._db.execute(sql + " ORDER BY probe, seq, output", params).fetchall()
+        where = f"a review in run {run_id[:80]!r}"
+        return [ReviewRecord(*read(self.path, where, rows.review_row, row)) for row in found]
 
     def save_validation(self, record: ValidationRecord) -> None:
         """Write (or replace) the validation of ``record.detector`` at ``record.version`` on
@@ -504,5 +562,43 @@ class Store:
         if version is not None:
             sql += " AND version = ?"
             params.append(version)
-        rows = self._db.execute(sql + " ORDER BY created DESC", params).fetchall()
-        return [ValidationRecord(*row) for row in rows]
+        found = self._db.execute(sql + " ORDER BY created DESC", params).fetchall()
+        where = f"a validation of {detector[:80]!r}"
+        return [ValidationRecord(*read(self.path, where, rows.validation_row, row)) for row in found]
+
+
+# -- readers of rows (redline.store.rows) ----------------------------------------------------------
+def _attempt_of(data: Any) -> Attempt:
+    """The attempt stored as ``data``: :func:`rows.attempt_data`, then rebuilt."""
+    value = rows.attempt_data(data)
+    try:
+        return Attempt.from_dict(value)
+    except (AttemptError, ValueError, TypeError) as exc:
+        raise Bad(str(exc).splitlines()[0] if str(exc) else type(exc).__name__) from None
+
+
+def _notes_of(notes: Any, data: Any) -> dict:
+    """The notes of an attempt row: its ``notes`` column, or the notes in ``data`` where the
+    row was written before that column existed."""
+    if notes is not None:
+        return rows.notes_data(rows.json_value(notes, "its notes"))
+    return rows.notes_data(rows.attempt_data(data).get("notes"))
+
+
+def _listed_run(row: tuple) -> None:
+    rows.run_row(row[0], row[1], None, row[2], row[3], None)
+    for value, what in zip(row[4:7], ("its attempts", "its failed outputs", "its errored attempts")):
+        rows.count(value, what)
+
+
+def _counts(row: tuple) -> None:
+    rows.name(row[0], "its probe")
+    for value, what in zip(row[1:5], ("attempts", "outputs", "failed outputs", "errored attempts")):
+        rows.count(value or 0, what)
+
+
+def _cached(outputs: Any) -> list[Any] | None:
+    try:
+        return rows.cached_outputs(outputs)
+    except Bad:
+        return None

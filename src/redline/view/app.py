@@ -21,7 +21,7 @@ from urllib.parse import parse_qs, quote, urlencode
 
 from redline.errors import RedlineError
 from redline.report.html import environment
-from redline.store import ReviewRecord, Store
+from redline.store import ReviewRecord, RowDamaged, Store
 from redline.textsafety import inert
 from redline.view.attempts import find_attempt, parse_seq
 from redline.view.errors import BadRequest, Forbidden, NotFound, ViewError
@@ -114,7 +114,7 @@ def create_app(store_path: Path, *, host_names: tuple[str, ...] = DEFAULT_HOST_N
         return HTMLResponse(inert(html), status_code=status)
 
     def problem(status: int, message: str) -> Any:
-        titles = {400: "bad request", 403: "forbidden", 404: "not found", 405: "method not allowed"}
+        titles = {400: "bad request", 403: "forbidden", 404: "not found", 405: "method not allowed", 422: "damaged row"}
         title = titles.get(status, "error")
         return page("error.html.j2", {"title": title, "status": status, "message": message}, status)
 
@@ -213,8 +213,9 @@ def create_app(store_path: Path, *, host_names: tuple[str, ...] = DEFAULT_HOST_N
 
     # -- errors ----------------------------------------------------------------------------------
     def view_error(request: Request, exc: Exception) -> Any:
-        """A :class:`ViewError` with its status; any other :class:`RedlineError` (a damaged store) 500."""
-        status = exc.status if isinstance(exc, ViewError) else 500
+        """A :class:`ViewError` with its status; a damaged row 422 (the page of that row); any
+        other :class:`RedlineError` (a damaged store) 500."""
+        status = exc.status if isinstance(exc, ViewError) else 422 if isinstance(exc, RowDamaged) else 500
         return problem(status, str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__)
 
     def http_error(request: Request, exc: Exception) -> Any:

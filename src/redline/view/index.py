@@ -10,7 +10,8 @@ status, update time and attempt count, and a run being scanned is read afresh on
 
 An attempt's *outcome* is one word: ``error`` when its generation failed, else ``fail`` when an
 output was judged a hit, else ``pass`` when one was judged pass, else ``undetected``; a bias
-probe's answers (``yes``, ``male``…) give its first answer.
+probe's answers (``yes``, ``male``…) give its first answer. A row of the store that is not an
+attempt as redline writes it is listed with the outcome ``damaged`` and what is wrong as its error.
 """
 
 from __future__ import annotations
@@ -28,11 +29,24 @@ from redline.detectors import ENSEMBLE_PREFIX
 from redline.detectors.specs import disagreement
 from redline.evaluation import FAIL, PASS, UNDETECTED
 from redline.store import RUN_RUNNING, RunRecord, Store
+from redline.store.rows import DamagedAttempt
 
-__all__ = ["CACHE_BYTES", "ERROR", "IndexCache", "IndexEntry", "entry_size", "outcome_of", "read_entries"]
+__all__ = [
+    "CACHE_BYTES",
+    "DAMAGED",
+    "ERROR",
+    "IndexCache",
+    "IndexEntry",
+    "entry_size",
+    "outcome_of",
+    "read_entries",
+]
 
 ERROR = "error"
 """The outcome of an attempt whose generation failed."""
+
+DAMAGED = "damaged"
+"""The outcome of a stored row that is not an attempt as redline writes it."""
 
 PREVIEW_CHARS = 140
 
@@ -121,7 +135,10 @@ def read_entries(store: Store, run_id: str, probe: str | None = None) -> Iterato
     def same(value: Any) -> Any:
         return shared.setdefault(value, value)
 
-    for data in store.iter_attempt_dicts(run_id, probe):
+    for data in store.iter_attempt_entries(run_id, probe):
+        if isinstance(data, DamagedAttempt):
+            yield _damaged(data)
+            continue
         results = data.get("detector_results") or {}
         notes = data.get("notes") or {}
         error = notes.get("error")
@@ -137,6 +154,23 @@ def read_entries(store: Store, run_id: str, probe: str | None = None) -> Iterato
             max_score=_max_score(results),
             error=str(error) if error else None,
         )
+
+
+def _damaged(row: DamagedAttempt) -> IndexEntry:
+    """The entry of a damaged row: where it is and what is wrong."""
+    problem = f"damaged row: {row.problem}"
+    return IndexEntry(
+        probe=row.probe,
+        seq=row.seq,
+        outcome=DAMAGED,
+        verdicts=(),
+        detectors=frozenset(),
+        disagrees=False,
+        text="",
+        preview=problem,
+        max_score=None,
+        error=problem,
+    )
 
 
 ENTRY_OVERHEAD = 400

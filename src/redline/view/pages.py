@@ -10,7 +10,9 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
+from redline.images import thumbnail_uri
 from redline.report.compare import compare_runs
+from redline.report.outcome import cached_note, errored_note, retry_command
 from redline.report.rows import family_of
 from redline.report.summary import PooledRate, ProbeSummary, build_summary
 from redline.store import RUN_RUNNING, RunNotFound, RunRecord, Store
@@ -90,7 +92,9 @@ def _families(probes: tuple[ProbeSummary, ...]) -> list[Family]:
 
 
 def run_context(store: Store, run_id: str) -> dict[str, Any]:
-    """The run page: the run, its summary grouped by family, the stored attempt count."""
+    """The run page: the run, its summary grouped by family, its worst probe, the stored attempt
+    count, and what is missing (errored attempts, with the command that retries them) or came
+    from the cache."""
     run = find_run(store, run_id)
     summary = build_summary(store, run_id)
     state = run_state(store, run)
@@ -98,7 +102,10 @@ def run_context(store: Store, run_id: str) -> dict[str, Any]:
         "title": f"{run.model} · {run_id}",
         "run": run,
         "summary": summary,
-        "pooled": summary.pooled(),
+        "worst": summary.worst(),
+        "errored_note": errored_note(summary.errored, summary.attempts),
+        "retry_command": retry_command(run_id),
+        "cached_note": cached_note(summary.cached, summary.answers),
         "families": _families(summary.probes),
         "state": state,
         "api_url": f"/api/runs/{quote(run_id, safe='')}",
@@ -150,6 +157,7 @@ def attempt_context(store: Store, run_id: str, probe: str, seq: int, token: str)
         "probe": probe,
         "attempt": attempt,
         "prompt_turns": [(t.role, t.content.text or "") for t in (prompt.turns if prompt is not None else [])],
+        "prompt_images": [thumbnail_uri(t.content) for t in (prompt.turns if prompt is not None else [])],
         "outputs": output_views(attempt, run_id, store.reviews(run_id, probe)),
         "error": str(error) if error else None,
         "token": token,

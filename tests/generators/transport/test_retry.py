@@ -11,6 +11,7 @@ import pytest
 
 from redline.attempt import Conversation, Message, Turn
 from redline.generators import GeneratorError, GeneratorUnavailable, get_generator
+from redline.generators.transport.ratelimit import AdaptiveConcurrency
 from redline.generators.transport.retry import RetryPolicy, TransientFailure, is_transient_status
 
 NO_WAIT = RetryPolicy(max_retries=3, backoff_base=0.0, backoff_cap=0.0, max_retry_after=0.0)
@@ -23,6 +24,8 @@ class Limiter:
         self.acquired: list[int] = []
         self.answers: list[float] = []
         self.refusals: list[tuple[float, float | None]] = []
+        self.timeouts: list[float] = []
+        self.slots = AdaptiveConcurrency(clock=lambda: float(len(self.acquired)))
 
     async def acquire(self, tokens: int = 0) -> float:
         self.acquired.append(tokens)
@@ -33,6 +36,10 @@ class Limiter:
 
     def refused(self, sent_at: float, retry_after: float | None = None) -> None:
         self.refusals.append((sent_at, retry_after))
+
+    def timed_out(self, sent_at: float) -> None:
+        self.timeouts.append(sent_at)
+        self.slots.timed_out(sent_at)
 
 
 def script(*steps):

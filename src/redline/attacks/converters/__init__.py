@@ -40,6 +40,11 @@ converters = PluginRegistry(
         "spacing": "redline.attacks.converters.text:Spacing",
         "translate": "redline.attacks.converters.translation:Translate",
         "paraphrase": "redline.attacks.converters.paraphrase:Paraphrase",
+        "image": "redline.attacks.converters.image:TextToImage",
+        "image-noise": "redline.attacks.converters.image:ImageNoise",
+        "image-rotate": "redline.attacks.converters.image:ImageRotate",
+        "image-contrast": "redline.attacks.converters.image:ImageContrast",
+        "image-scale": "redline.attacks.converters.image:ImageScale",
     },
 )
 

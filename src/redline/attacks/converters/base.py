@@ -43,6 +43,8 @@ class Converter:
     uses_model: ClassVar[bool] = False
     roles: ClassVar[tuple[str, ...]] = ("user",)
     argument: ClassVar[str | None] = None
+    #: The MIME types of the attachments this converter makes (a scan checks the model takes them).
+    attachment_types: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, arg: str | None = None, seed: int = 0) -> None:
         if arg is not None and self.argument is None:
@@ -65,6 +67,21 @@ class Converter:
     def transform(self, text: str) -> str:
         """The converted text (deterministic converters)."""
         raise NotImplementedError
+
+    def transform_message(self, message: Message) -> Message:
+        """The converted message: its text through :meth:`transform` (converters that make or
+        change an attachment override this; deterministic converters only)."""
+        if message.text is not None:
+            message.text = self.transform(message.text)
+        return message
+
+    async def convert_message(self, message: Message, generator: Generator | None = None) -> Message:
+        """The converted message: its text through :meth:`convert` (see :meth:`transform_message`)."""
+        if type(self).transform_message is not Converter.transform_message:
+            return self.transform_message(message)
+        if message.text is not None:
+            message.text = await self.convert(message.text, generator)
+        return message
 
     async def convert(self, text: str, generator: Generator | None = None) -> str:
         """The converted text. Deterministic converters ignore ``generator``."""
@@ -182,7 +199,7 @@ class ConverterChain:
         for converter in self.converters:
             for turn in result.turns:
                 if turn.role in converter.roles and turn.content.text is not None:
-                    turn.content.text = converter.transform(turn.content.text)
+                    turn.content = converter.transform_message(turn.content)
                     _set_lang(turn, converter)
         return result
 
@@ -194,7 +211,7 @@ class ConverterChain:
         for converter in self.converters:
             for turn in result.turns:
                 if turn.role in converter.roles and turn.content.text is not None:
-                    turn.content.text = await converter.convert(turn.content.text, generator)
+                    turn.content = await converter.convert_message(turn.content, generator)
                     _set_lang(turn, converter)
         return result
 

@@ -12,9 +12,13 @@ run goes on), as does an error object in a 2xx answer, at once. A refused key (4
 an endpoint nobody answers at and a TLS certificate or handshake that fails raise
 :class:`GeneratorUnavailable` (the run stops and can be resumed). Every message it raises is
 masked: it never holds the key, a ``${VAR}`` value or the password of a ``user:password@`` in
-``base_url``, and every output is masked the same way (:meth:`RemoteGenerator.generate`): an
-endpoint that echoes the request cannot put a secret into an output, the cache or a report. The
-stored settings hold ``base_url`` with its password replaced by ``***``.
+``base_url`` (an answer it quotes is masked before it is cut), and every output is masked the same
+way (:meth:`RemoteGenerator.generate`): an endpoint that echoes the request cannot put a secret
+into an output, the cache or a report. The stored settings hold ``base_url`` with its password
+replaced by ``***``. The key and the ``headers`` option go with each request, never as the
+session's default headers (aiohttp copies those into a proxy's ``CONNECT`` request), and redirects
+are not followed (a 3xx answer stops the run, naming where it points): neither a proxy nor another
+host receives them.
 
 TLS: certificates and host names are checked against the system's store
 (:func:`ssl.create_default_context`), plus the CA file of the ``ca_bundle`` option; ``client_cert``
@@ -51,6 +55,10 @@ __all__ = ["MAX_BODY_BYTES", "HTTPGenerator"]
 
 MAX_BODY_BYTES = 64 * 2**20
 """The largest answer body read from an endpoint; a larger one fails its request only."""
+
+_EXCERPT_BYTES = 64 * 2**10
+"""The start of an answer body masked before a message quotes a part of it: far longer than the
+quoted part and any secret, so that the cut never leaves part of a secret unmasked."""
 
 #: Words of an OpenSSL alert by which a server refuses the client's certificate (or its absence)
 #: after the handshake: not worth another try.
@@ -99,6 +107,9 @@ class HTTPGenerator(RemoteGenerator):
         self.header_templates = {str(k): str(v) for k, v in headers.items()}
         self._session: Any = None  # an aiohttp.ClientSession once started
         self._default_headers: dict[str, str] = {}
+        #: The key's header and the ``headers`` option, expanded: sent with each request, never as
+        #: the session's defaults (aiohttp copies those into a proxy's CONNECT request).
+        self._request_headers: dict[str, str] = {}
         self._start_lock: asyncio.Lock | None = None
         self._proxies: dict[tuple[str, str], str | None] = {}
         self._targets: dict[str, tuple[str, dict[str, str] | None]] = {}
@@ -181,11 +192,8 @@ class HTTPGenerator(RemoteGenerator):
                 return
             self._check_options()
             context = self._ssl_context()
-            self._default_headers = {
-                "content-type": "application/json",
-                "user-agent": f"redline/{__version__}",
-                **self._headers(),
-            }
+            self._default_headers = {"content-type": "application/json", "user-agent": f"redline/{__version__}"}
+            self._request_headers = self._headers()
             import aiohttp  # heavy: imported when the first generator starts
 
             # The cap on connections is the cap on requests in flight (none: the harness's
@@ -290,6 +298,11 @@ class HTTPGenerator(RemoteGenerator):
             self._targets[url] = found
         return found
 
+    def _sent_headers(self, auth: dict[str, str] | None) -> dict[str, str]:
+        """The headers of one request: the key's and the ``headers`` option's, with ``auth`` (a
+        URL's ``Basic`` credentials) over the key's bearer header."""
+        return {**self._request_headers, **auth} if auth else self._request_headers
+
     def _unreachable_hint(self) -> str:
         return "check --base-url"
 
@@ -311,7 +324,9 @@ class HTTPGenerator(RemoteGenerator):
         timeout = aiohttp.ClientTimeout(total=min(self.timeout, 10.0))
         for attempt in range(3):
             try:
-                async with session.get(target, headers=auth, timeout=timeout, proxy=proxy) as response:
+                async with session.get(
+                    target, headers=self._sent_headers(auth), timeout=timeout, proxy=proxy, allow_redirects=False
+                ) as response:
                     await response.read()
                 return
             except aiohttp.InvalidURL as exc:  # e.g. a control character or a bad port in --base-url
@@ -368,10 +383,16 @@ class HTTPGenerator(RemoteGenerator):
 
     # -- one request, with retries ---------------------------------------------------------------
     async def post_json(
-        self, url: str, body: Any, estimated_tokens: int = 0, parse: Callable[[Any], Any] | None = None
+        self,
+        url: str,
+        body: Any,
+        estimated_tokens: int = 0,
+        parse: Callable[[Any], Any] | None = None,
+        timeout: float | None = None,
     ) -> Any:
         """POST ``body`` as JSON to ``url`` (absolute) and return the answer's parsed JSON, or
-        ``parse(json)`` when ``parse`` is given.
+        ``parse(json)`` when ``parse`` is given. ``timeout``: seconds of the first try (default:
+        :meth:`request_timeout`).
 
         Retries as described in the module docstring; a successful answer that is not JSON, or
         whose JSON ``parse`` rejects with :class:`MalformedResponse`, is retried like a 5xx. Raises
@@ -379,7 +400,7 @@ class HTTPGenerator(RemoteGenerator):
         the server answers an error object, :class:`GeneratorUnavailable` when the endpoint refuses
         the key, does not exist or cannot be reached.
         """
-        return await self.send(url, jsonio.dumps_bytes(body), estimated_tokens, parse=parse)
+        return await self.send(url, jsonio.dumps_bytes(body), estimated_tokens, parse=parse, timeout=timeout)
 
     async def send(
         self,
@@ -389,13 +410,14 @@ class HTTPGenerator(RemoteGenerator):
         method: str = "POST",
         as_text: bool = False,
         parse: Callable[[Any], Any] | None = None,
+        timeout: float | None = None,
     ) -> Any:
         """Send ``content`` (JSON bytes) with ``method`` to ``url`` with retries; return the parsed
-        JSON of the answer (``parse(json)`` when given), or its text when ``as_text``. Errors as for
-        :meth:`post_json`; their messages never hold a secret (an answer that echoes the key is
-        masked)."""
+        JSON of the answer (``parse(json)`` when given), or its text when ``as_text``. ``timeout``
+        and errors as for :meth:`post_json`; their messages never hold a secret (an answer that
+        echoes the key is masked)."""
         try:
-            return await self._send(url, content, estimated_tokens, method, as_text, parse)
+            return await self._send(url, content, estimated_tokens, method, as_text, parse, timeout)
         except (GeneratorError, GeneratorUnavailable) as exc:
             message = self.redact(str(exc))
             if message == str(exc):
@@ -410,8 +432,13 @@ class HTTPGenerator(RemoteGenerator):
         method: str,
         as_text: bool,
         parse: Callable[[Any], Any] | None = None,
+        timeout: float | None = None,
     ) -> Any:
         await self.start()
+        import aiohttp
+
+        first_timeout = timeout if timeout is not None else self.request_timeout()
+        timeouts = 0  # tries of this request that timed out: the next one waits longer
         session = self._session
         assert session is not None
         semaphore = self._semaphore
@@ -421,22 +448,35 @@ class HTTPGenerator(RemoteGenerator):
         except ValueError as exc:  # e.g. "Invalid IPv6 URL"
             raise GeneratorUnavailable(f"{self.family}: cannot send to {url}: {exc}") from None
 
-        async def exchange() -> tuple[int, bytes, Any, str | None]:
-            async with session.request(method, target, data=content, headers=auth, proxy=proxy) as response:
+        async def exchange(seconds: float) -> tuple[int, bytes, Any, str | None]:
+            limit = aiohttp.ClientTimeout(total=seconds)
+            async with session.request(
+                method,
+                target,
+                data=content,
+                headers=self._sent_headers(auth),
+                proxy=proxy,
+                timeout=limit,
+                allow_redirects=False,  # a redirect would carry the headers to wherever it points
+            ) as response:
                 return response.status, await _read_capped(response, url), response.headers, response.charset
 
         async def attempt(index: int) -> Any:
             """One try: the answer, or :class:`TransientFailure` for one worth another try."""
+            nonlocal timeouts
+            seconds = self.retry_policy.timeout(first_timeout, timeouts)
             try:
                 if semaphore is not None:
                     async with semaphore:
-                        status, body, headers, charset = await exchange()
+                        status, body, headers, charset = await exchange(seconds)
                 else:
-                    status, body, headers, charset = await exchange()
+                    status, body, headers, charset = await exchange(seconds)
             except Exception as exc:
-                failure = self._failure(exc, index, url)
+                failure = self._failure(exc, index, url, seconds)
                 if failure is None:
                     raise
+                if isinstance(failure, TransientFailure) and failure.timed_out:
+                    timeouts += 1
                 raise failure from None
             self.limiter.observe(headers)  # x-ratelimit-* headers, when the provider sends them
             if status < 300:
@@ -453,16 +493,25 @@ class HTTPGenerator(RemoteGenerator):
                 raise GeneratorUnavailable(
                     f"{url} not found (HTTP 404): check --base-url and the model name {self.model!r}"
                 )
-            message = f"HTTP {status} from {url}: {_one_line(_decode(body[:800], charset))}"
+            if 300 <= status < 400:
+                raise GeneratorUnavailable(
+                    f"{url} redirects (HTTP {status}) to {_one_line(self.redact(headers.get('location', '')))}: "
+                    "redirects are not followed, so that the key and headers go only where --base-url says; "
+                    "give the final URL with --base-url"
+                )
+            message = f"HTTP {status} from {url}: {_one_line(self.redact(_decode(body[:_EXCERPT_BYTES], charset)))}"
             if not is_transient_status(status):
                 raise GeneratorError(message)
             raise TransientFailure(message, parse_retry_after(headers), throttled=status == 429)
 
         return await self.retry_policy.call(attempt, self.limiter, estimated_tokens, self._count_retry)
 
-    def _failure(self, exc: Exception, index: int, url: str) -> GeneratorError | GeneratorUnavailable | None:
-        """What an exception of aiohttp on try ``index`` to ``url`` means: :class:`TransientFailure`
-        for a timeout, a dropped connection or an answer that is not HTTP (and for a refused
+    def _failure(
+        self, exc: Exception, index: int, url: str, seconds: float | None = None
+    ) -> GeneratorError | GeneratorUnavailable | None:
+        """What an exception of aiohttp on try ``index`` to ``url`` (with a timeout of ``seconds``)
+        means: :class:`TransientFailure` for a timeout (``timed_out``), a dropped connection or an
+        answer that is not HTTP (and for a refused
         connection, until a few tries say that nobody is there: :class:`GeneratorUnavailable`);
         :class:`GeneratorUnavailable` for a TLS failure or a URL that cannot be sent to;
         :class:`GeneratorError` for a request the client refuses (e.g. a header); ``None`` for an
@@ -470,7 +519,8 @@ class HTTPGenerator(RemoteGenerator):
         import aiohttp
 
         if isinstance(exc, TimeoutError):  # aiohttp's timeouts included
-            return TransientFailure(f"no answer from {url} within {self.timeout:g} s")
+            seconds = self.timeout if seconds is None else seconds
+            return TransientFailure(f"no answer from {url} within {seconds:g} s", timed_out=True)
         tls = self._tls_failure(exc)
         if tls is not None:
             return tls
@@ -484,14 +534,15 @@ class HTTPGenerator(RemoteGenerator):
         if isinstance(exc, (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError)):
             # ServerDisconnectedError, ClientOSError, a reset, a body cut short
             return TransientFailure(
-                f"connection to {self.base_url} dropped ({type(exc).__name__}: {_one_line(str(exc))})"
+                f"connection to {self.base_url} dropped ({type(exc).__name__}: {_one_line(self.redact(str(exc)))})"
             )
         if isinstance(exc, aiohttp.ClientResponseError):  # a garbled status line or header
             return TransientFailure(
-                f"an answer from {self.base_url} that is not HTTP ({type(exc).__name__}: {_one_line(exc.message)})"
+                f"an answer from {self.base_url} that is not HTTP "
+                f"({type(exc).__name__}: {_one_line(self.redact(str(exc.message)))})"
             )
         if isinstance(exc, (ValueError, aiohttp.ClientError)):  # e.g. a header the client refuses
-            return GeneratorError(f"request to {url} failed: {type(exc).__name__}: {_one_line(str(exc))}")
+            return GeneratorError(f"request to {url} failed: {type(exc).__name__}: {_one_line(self.redact(str(exc)))}")
         return None
 
     def _json(self, body: bytes, charset: str | None, url: str) -> Any:
@@ -499,12 +550,12 @@ class HTTPGenerator(RemoteGenerator):
             data = jsonio.loads(body)
         except (ValueError, RecursionError):
             raise MalformedResponse(
-                f"malformed response from {url}: not JSON: {_decode(body[:800], charset)[:200]!r}"
+                f"malformed response from {url}: not JSON: {self.excerpt(_decode(body[:_EXCERPT_BYTES], charset), 200)!r}"
             ) from None
         if isinstance(data, dict) and data.get("error") and not data.get("choices"):
             error = data["error"]
             message = error.get("message") if isinstance(error, dict) else error
-            raise GeneratorError(f"{url} answered with an error: {str(message)[:200]}")
+            raise GeneratorError(f"{url} answered with an error: {self.excerpt(str(message), 200)}")
         return data
 
     @staticmethod

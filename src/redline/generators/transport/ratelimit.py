@@ -21,6 +21,13 @@ the limiter does, for a progress line. Why it works this way, and how close it s
 
 Each bucket holds at most ``burst_seconds`` worth of its rate (at least one request), so a limit of
 600 requests per minute means about 10 per second, never 600 at once.
+
+A timeout is a sign of a server that cannot keep up (a slow one generates for every request it
+was sent, answered or abandoned), so it lowers the requests in flight: :class:`AdaptiveConcurrency`
+(``limiter.slots``) lets any number go until a try times out, then halves the tries in flight at
+that moment, and adds one back for as many answers as the cap allows in flight (additive increase,
+multiplicative decrease). Tries that were sent before the cut and time out afterwards cut nothing:
+a burst of timeouts halves the cap once. Why: ``docs/generators.md`` (*Output length and timeouts*).
 """
 
 from __future__ import annotations
@@ -33,7 +40,16 @@ from collections import deque
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 
-__all__ = ["AdaptiveRate", "LimiterStatus", "Meter", "RateLimiter", "TokenBucket", "estimate_tokens", "parse_duration"]
+__all__ = [
+    "AdaptiveConcurrency",
+    "AdaptiveRate",
+    "LimiterStatus",
+    "Meter",
+    "RateLimiter",
+    "TokenBucket",
+    "estimate_tokens",
+    "parse_duration",
+]
 
 Clock = Callable[[], float]
 Sleep = Callable[[float], Awaitable[None]]
@@ -260,6 +276,66 @@ class AdaptiveRate:
             self.estimate = self.rate = value
 
 
+class AdaptiveConcurrency:
+    """A cap on the tries in flight, learned from timeouts (see the module doc).
+
+    :attr:`limit` is ``None`` (no cap) until a try times out; then :meth:`timed_out` sets it to
+    half the tries in flight (at least one), unless the try was sent before the last cut; each
+    answer adds ``1 / limit`` to it, so it rises by one for every ``limit`` answers.
+    """
+
+    def __init__(self, clock: Clock = time.monotonic) -> None:
+        self.limit: int | None = None
+        self.in_flight = 0
+        #: Cuts made so far.
+        self.cuts = 0
+        self._clock = clock
+        self._cut_at = -math.inf
+        self._credit = 0.0
+        self._freed: asyncio.Event | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    async def enter(self) -> None:
+        """Wait until one more try may be in flight, and count it."""
+        while self.limit is not None and self.in_flight >= self.limit:
+            loop = asyncio.get_running_loop()
+            if self._freed is None or self._loop is not loop:  # (an event belongs to one loop)
+                self._freed, self._loop = asyncio.Event(), loop
+            await self._freed.wait()
+        self.in_flight += 1
+
+    def leave(self) -> None:
+        """A try counted by :meth:`enter` is over (answered, refused or failed)."""
+        self.in_flight = max(0, self.in_flight - 1)
+        self._wake()
+
+    def _wake(self) -> None:
+        if self._freed is not None:
+            self._freed.set()
+            self._freed = None
+
+    def timed_out(self, sent_at: float) -> bool:
+        """The try let go at ``sent_at`` (the clock's time) timed out: halve the cap unless the
+        try left before the last cut. True when it was cut."""
+        if sent_at < self._cut_at:
+            return False
+        self.limit = max(1, min(self.limit or self.in_flight, self.in_flight) // 2)
+        self._cut_at = self._clock()
+        self._credit = 0.0
+        self.cuts += 1
+        return True
+
+    def answered(self) -> None:
+        """A try was answered: the cap rises by ``1 / limit``."""
+        if self.limit is None:
+            return
+        self._credit += 1.0 / self.limit
+        if self._credit >= 1.0:
+            self._credit -= 1.0
+            self.limit += 1
+            self._wake()
+
+
 @dataclass(frozen=True)
 class LimiterStatus:
     """What a :class:`RateLimiter` is doing now (for a progress line).
@@ -319,6 +395,8 @@ class RateLimiter:
         #: The pace learned for requests and for tokens.
         self.request_pace = AdaptiveRate()
         self.token_pace = AdaptiveRate()
+        #: The cap on tries in flight that timeouts lower.
+        self.slots = AdaptiveConcurrency(clock)
         self._request_bucket: TokenBucket | None = None
         self._token_bucket: TokenBucket | None = None
         self._resume_at = 0.0
@@ -416,6 +494,12 @@ class RateLimiter:
         """The try let go at ``sent_at`` was answered."""
         self._refusing_since = None
         self.request_pace.on_answered(self._clock(), 1.0, sent_at)
+        self.slots.answered()
+
+    def timed_out(self, sent_at: float) -> None:
+        """The try let go at ``sent_at`` got no answer in time: fewer tries go at once
+        (:attr:`slots`)."""
+        self.slots.timed_out(sent_at)
 
     def refused(self, sent_at: float, retry_after: float | None = None) -> None:
         """The try let go at ``sent_at`` was refused for the rate (HTTP 429), the server asking to

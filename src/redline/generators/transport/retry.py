@@ -28,6 +28,7 @@ from redline.generators.transport.ratelimit import RateLimiter
 
 __all__ = [
     "RETRY_STATUSES",
+    "TIMEOUT_GROWTH",
     "MalformedResponse",
     "RetryPolicy",
     "TransientFailure",
@@ -37,6 +38,9 @@ __all__ = [
 ]
 
 T = TypeVar("T")
+
+TIMEOUT_GROWTH = 2.0
+"""How many times its first timeout a try gets after a timeout of the same request."""
 
 RETRY_STATUSES = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 520, 521, 522, 524, 529})
 """HTTP statuses worth another try: timeouts, conflicts, rate limits and server-side failures."""
@@ -51,15 +55,20 @@ class TransientFailure(GeneratorError):
     """Raised by one try of a request to ask for another. The message says what went wrong (it
     becomes the :class:`GeneratorError` raised after the last try). ``retry_after`` is the wait
     the server asked for, in seconds (``None``: back off as usual); ``throttled`` is True when the
-    server refused for the rate (a 429): the generator's rate limiter then slows its pace.
+    server refused for the rate (a 429): the generator's rate limiter then slows its pace;
+    ``timed_out`` is True when no answer came in time: the limiter then lets fewer tries go at
+    once, and the next try of the request waits longer (:meth:`RetryPolicy.timeout`).
 
     It is a :class:`GeneratorError` so that, should one escape a retry loop, the request is
     recorded as failed like any other; :meth:`RetryPolicy.call` never lets one escape."""
 
-    def __init__(self, message: str, retry_after: float | None = None, throttled: bool = False) -> None:
+    def __init__(
+        self, message: str, retry_after: float | None = None, throttled: bool = False, timed_out: bool = False
+    ) -> None:
         super().__init__(message)
         self.retry_after = retry_after
         self.throttled = throttled
+        self.timed_out = timed_out
 
 
 class MalformedResponse(TransientFailure):
@@ -76,7 +85,8 @@ class RetryPolicy:
 
     A request is tried at most ``max_retries + 1`` times. Before retry number ``k`` (0-based) it
     waits for the server's ``Retry-After`` capped at ``max_retry_after`` seconds, or else for
-    ``uniform(0, min(backoff_cap, backoff_base · 2^k))`` seconds (full jitter).
+    ``uniform(0, min(backoff_cap, backoff_base · 2^k))`` seconds (full jitter). A try that follows
+    a timeout of the same request gets :data:`TIMEOUT_GROWTH` times the timeout (:meth:`timeout`).
     """
 
     max_retries: int = 4
@@ -88,6 +98,13 @@ class RetryPolicy:
     def tries(self) -> int:
         """How many times a request is sent at most."""
         return self.max_retries + 1
+
+    @staticmethod
+    def timeout(base: float, timeouts: int) -> float:
+        """The timeout of a try that follows ``timeouts`` timeouts of the same request: ``base``,
+        or :data:`TIMEOUT_GROWTH` times ``base`` after one or more. A slow server is often still
+        generating for the try it was abandoned by: the next try waits for that work as well."""
+        return base * (TIMEOUT_GROWTH if timeouts else 1.0)
 
     def delay(self, retry: int, retry_after: float | None = None) -> float:
         """Seconds to wait before retry number ``retry`` (0-based), given the server's wait."""
@@ -104,9 +121,11 @@ class RetryPolicy:
         """Return ``await attempt(i)`` for the first try ``i`` (0-based) that does not raise
         :class:`TransientFailure`; any other exception propagates at once.
 
-        Before each try the request waits for ``limiter`` (if given) with ``estimated_tokens``, and
-        tells it afterwards whether the try was answered or refused for the rate (``throttled``,
-        with the server's capped wait). After a transient failure it calls ``on_retry`` (to count
+        Before each try the request waits for a place among the tries in flight of ``limiter``
+        (if given; :attr:`RateLimiter.slots`) and for its pace with ``estimated_tokens``, and
+        tells it afterwards whether the try was answered, refused for the rate (``throttled``,
+        with the server's capped wait) or timed out (``timed_out``). The place is given back when
+        the try is over, before any wait. After a transient failure it calls ``on_retry`` (to count
         retries) and sleeps :meth:`delay`. After the last try raises :class:`GeneratorError`:
         ``"<last failure> (after N tries)"``.
         """
@@ -114,20 +133,28 @@ class RetryPolicy:
         sent = 0.0
         for index in range(self.tries):
             if limiter is not None:
-                sent = await limiter.acquire(estimated_tokens)
+                await limiter.slots.enter()
             try:
+                if limiter is not None:
+                    sent = await limiter.acquire(estimated_tokens)
                 answer = await attempt(index)
             except TransientFailure as failure:
                 last = str(failure)
                 wait = failure.retry_after
                 if wait is not None:
                     wait = min(wait, self.max_retry_after)
-                if failure.throttled and limiter is not None:
-                    limiter.refused(sent, wait)
+                if limiter is not None:
+                    if failure.throttled:
+                        limiter.refused(sent, wait)
+                    if failure.timed_out:
+                        limiter.timed_out(sent)
             else:
                 if limiter is not None:
                     limiter.answered(sent)
                 return answer
+            finally:
+                if limiter is not None:
+                    limiter.slots.leave()
             if index < self.max_retries:
                 if on_retry is not None:
                     on_retry()

@@ -21,6 +21,7 @@ what a leakage detector looks for, and is kept.
 from __future__ import annotations
 
 import base64
+import json
 import os
 import re
 from collections.abc import Iterable
@@ -140,12 +141,21 @@ def url_secrets(url: str | None) -> list[str]:
     return found
 
 
+def _written_forms(secret: str) -> set[str]:
+    """``secret`` as an answer may hold it: as it is, and escaped inside a JSON string (a quoted
+    body of an answer shows it so), with ``/`` escaped or not."""
+    escaped = json.dumps(secret, ensure_ascii=False)[1:-1]
+    return {secret, escaped, escaped.replace("/", "\\/"), json.dumps(secret)[1:-1]}
+
+
 def redact(text: str, secrets: Iterable[str], minimum: int = SECRET_MIN, *, urls: bool = True) -> str:
-    """``text`` with every secret of at least ``minimum`` characters replaced by ``***`` (the
-    longest first, so that a secret holding another is masked whole) and, with ``urls`` (for a
-    message), the password of any URL in it masked (:func:`mask_url`). A model output is redacted
-    without ``urls``: a credential the model itself wrote is evidence for the detectors."""
-    for secret in sorted({s for s in secrets if len(s) >= minimum}, key=len, reverse=True):
+    """``text`` with every secret of at least ``minimum`` characters replaced by ``***``, also as
+    a JSON string escapes it (the longest first, so that a secret holding another is masked whole)
+    and, with ``urls`` (for a message), the password of any URL in it masked (:func:`mask_url`). A
+    model output is redacted without ``urls``: a credential the model itself wrote is evidence for
+    the detectors."""
+    forms = {form for s in secrets if len(s) >= minimum for form in _written_forms(s)}
+    for secret in sorted(forms, key=len, reverse=True):
         if secret in text:
             text = text.replace(secret, MASK)
     return mask_url(text) if urls else text

@@ -46,7 +46,7 @@ class HarmfulRequests(Probe):
     name = "harmful.Requests"
     goal = "make the model help with a clearly harmful request"
     description = "Direct harmful requests (weapons, cyber, drugs, fraud, violence, self-harm, harassment, privacy)"
-    tags = ("owasp:llm01", "owasp:llm09", "harm:requests", "atlas:AML.T0054", "nist:dangerous-content")
+    tags = ("harm:requests", "atlas:AML.T0048", "nist:dangerous-content")
     recommended_detectors = ("refusal.Compliance",)
 
     def _create_probe_items(self) -> list[ProbeItem]:

@@ -4,8 +4,8 @@ Each probe sends 20 direct requests (our own wording) that a safe assistant decl
 ``refusal.Compliance`` scores an answer that does not refuse as a hit. ``harmful.Requests`` stays
 the mixed set across eight categories. Categories follow common harm taxonomies (e.g. the
 MLCommons AILuminate hazard categories: violent crimes, indiscriminate weapons (CBRNE),
-suicide and self-harm, hate, cyber crimes). OWASP LLM Top 10 2025: LLM01 (prompt injection /
-jailbreak surface) and LLM09 (misinformation and harmful output); MITRE ATLAS AML.T0054.
+suicide and self-harm, hate, cyber crimes). Tags (reviewed in ``redline/data/tag_review.toml``):
+no OWASP LLM Top 10 item (a request asked plainly is no injection); MITRE ATLAS AML.T0048.
 
 These probes are left out of the default scan (``redline scan`` with no ``--probes``) to keep it
 short; ``--probes harmful`` or ``all`` runs them.
@@ -24,13 +24,7 @@ class TopicProbe(RequestProbe):
     """Base of the per-topic harmful-request probes."""
 
     goal = "make the model help with a clearly harmful request"
-    tags: ClassVar[tuple[str, ...]] = (
-        "owasp:llm01",
-        "owasp:llm09",
-        "atlas:AML.T0054",
-        "nist:dangerous-content",
-        "harm:requests",
-    )
+    tags: ClassVar[tuple[str, ...]] = ("atlas:AML.T0048", "nist:dangerous-content", "harm:requests")
     recommended_detectors = ("refusal.Compliance",)
     #: Not part of the default scan (see :data:`redline.probes.DEFAULT_PROBES`).
     default_scan: ClassVar[bool] = False
