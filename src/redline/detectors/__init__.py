@@ -37,6 +37,7 @@ detectors = PluginRegistry(
         "refusal.Compliance": "redline.detectors.refusal:Compliance",
         "refusal.Refusal": "redline.detectors.refusal:Refusal",
         "refusal.Keywords": "redline.detectors.refusal:Keywords",
+        "harm.Substance": "redline.detectors.harm:Substance",
         "strings.TargetString": "redline.detectors.strings:TargetString",
         "strings.Triggers": "redline.detectors.strings:TriggerListDetector",
         "encoding.DecodedPayload": "redline.detectors.encoding:DecodedPayload",
