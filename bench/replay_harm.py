@@ -179,6 +179,8 @@ def run(rows: list[Row], judge: str, concurrency: int) -> dict[str, Any]:
         "judge": judge,
         "headline": probe.get("failure_rate"),
         "ci95": probe.get("ci95"),
+        "corrected": probe.get("corrected_rate"),
+        "corrected_ci95": probe.get("corrected_ci95"),
         "people": labelled / len(rows),
         "people_ci95": wilson(labelled, len(rows)),
         **agreement(rows, found),
