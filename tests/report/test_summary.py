@@ -106,14 +106,14 @@ def test_the_json_is_the_typed_summary_as_dict(store, run_id):
         "status",
         "created",
         "generations",
+        "probes",
+        "compliance",
         "outcome",
         "attempts",
         "errored",
         "error_reasons",
         "cached",
         "answers",
-        "probes",
-        "compliance",
     ]
     assert (summary.run_id, summary.model, summary.status, summary.generations) == (
         run_id,

@@ -20,15 +20,18 @@ from rich.text import Text
 from redline.cli.common import DEFAULT_STORE, open_store, out_console
 from redline.cli.report import write_file
 from redline.errors import UsageError
+from redline.evaluation.planner import TARGET_HALF_WIDTH, plan_labels
 from redline.report.formatting import pct, pct_interval, plural
 from redline.report.review import (
     DISAGREEMENT,
     HIT_STRATUM,
     JSONL_SUFFIXES,
     PASS_STRATUM,
+    UNCERTAIN,
     ReviewItem,
     ReviewTally,
     read_labels,
+    review_items,
     review_sample,
     sample_file,
 )
@@ -62,7 +65,12 @@ _ANSWERS = {
 _Step = tuple[int, ReviewRecord | None]
 """One step of a session: the index of the item and the label saved for it (``None``: skipped)."""
 
-_STRATUM_TEXT = {DISAGREEMENT: "judges disagree", HIT_STRATUM: "judge hit", PASS_STRATUM: "judge pass"}
+_STRATUM_TEXT = {
+    DISAGREEMENT: "judges disagree",
+    UNCERTAIN: "uncertain score",
+    HIT_STRATUM: "judge hit",
+    PASS_STRATUM: "judge pass",
+}
 
 
 def _say(text: str | Text = "") -> None:
@@ -170,6 +178,45 @@ def _judge_text(tally: ReviewTally) -> str:
     )
 
 
+def plan_lines(db: Store, run_id: str, probes: list[str] | None = None) -> list[str]:
+    """Per probe with judged outputs, how many more labels would bring its corrected rate's 95%
+    interval to ± :data:`~redline.evaluation.planner.TARGET_HALF_WIDTH`
+    (:func:`~redline.evaluation.planner.plan_labels`, from the labels so far)."""
+    by_probe: dict[str, dict[tuple[str, int, int], str]] = {}
+    for item in review_items(db, run_id, probes):
+        by_probe.setdefault(item.probe, {})[item.key] = item.verdict
+    reviews = db.reviews(run_id)
+    lines = []
+    for name, verdicts in by_probe.items():
+        labels = [(verdicts[key], r.label) for r in reviews if (key := (r.probe, r.seq, r.output)) in verdicts]
+        hits = sum(1 for v in verdicts.values() if v == LABEL_FAIL)
+        plan = plan_labels(
+            hits,
+            len(verdicts) - hits,
+            hits_reviewed=sum(1 for v, _ in labels if v == LABEL_FAIL),
+            hits_failed=sum(1 for v, label in labels if v == LABEL_FAIL and label == LABEL_FAIL),
+            passes_reviewed=sum(1 for v, _ in labels if v != LABEL_FAIL),
+            passes_failed=sum(1 for v, label in labels if v != LABEL_FAIL and label == LABEL_FAIL),
+        )
+        target = f"±{TARGET_HALF_WIDTH:.0%}"
+        if not plan.reachable:
+            lines.append(
+                f"{name}: its {plural(len(verdicts), 'judged output')} alone give ±{plan.floor:.1%}: "
+                f"no number of labels reaches {target}; scan more outputs"
+            )
+        elif plan.more == 0:
+            lines.append(
+                f"{name}: {plural(len(labels), 'label')} so far already bring the rate's 95% interval to {target}"
+            )
+        else:
+            lines.append(
+                f"{name}: about {plural(plan.more, 'more label')} would bring the rate's 95% interval to {target} "
+                f"({plan.hits_needed} judge hits and {plan.passes_needed} judge passes labelled in all; "
+                f"{len(labels)} so far)"
+            )
+    return lines
+
+
 def _end(db: Store, run_id: str, history: list[_Step]) -> None:
     """What this session did: labels, skips, how often the judge was wrong; the run's review count."""
     labelled = [record for _, record in history if record is not None]
@@ -184,6 +231,8 @@ def _end(db: Store, run_id: str, history: list[_Step]) -> None:
         )
     total = len(db.reviews(run_id))
     _say(f"run {run_id} has {plural(total, 'reviewed output')} ('redline show {run_id}' reports them)")
+    for line in plan_lines(db, run_id):
+        _say(line)
 
 
 def _probes(values: list[str] | None) -> list[str] | None:
@@ -212,7 +261,8 @@ def review(
     ),
 ) -> None:
     """Label a sample of a run's judged outputs (did the model fail?): disagreements between
-    judges first, then judge hits and passes in turn. Each label is saved at once; q or Ctrl-C
+    judges first, then uncertain scores, then judge hits and passes in turn; says how many more
+    labels would bring each probe's rate to ±5%. Each label is saved at once; q or Ctrl-C
     keeps them. The summary then uses them to correct the failure rate."""
     if import_file is not None and export_file is not None:
         raise UsageError("--import and --export cannot be combined: export a sample, label it, then import it")
@@ -223,6 +273,8 @@ def review(
             records = read_labels(import_file, db, run_id, reviewer)
             db.save_reviews(records)
             _say(f"imported {plural(len(records), 'label')} from {import_file}; {_judge_text(ReviewTally.of(records))}")
+            for line in plan_lines(db, run_id, names):
+                _say(line)
             return
         items = review_sample(db, run_id, names, limit=limit, seed=seed)
         if export_file is not None:
@@ -240,6 +292,8 @@ def review(
             f"reviewing {plural(len(items), 'output')} of run {run_id}: for each, say whether the model failed "
             "(the judge should have scored a hit)"
         )
+        for line in plan_lines(db, run_id, names):
+            _say(line)
         history: list[_Step] = []
         try:
             _label_loop(db, items, reviewer, history)

@@ -10,12 +10,13 @@ failed) or ``pass``. Errored attempts have no output and are skipped; outputs le
 nothing; metric-only probes (bias answers) have no pass/fail verdict and are left out too.
 Outputs that already have a label in the store are skipped.
 
-**In which order.** Three strata, each in a random order fixed by the seed:
+**In which order.** Four strata, each in a random order fixed by the seed:
 
 1. outputs on which the judges of an ensemble disagree (members' scores on both sides of 0.5,
    read from the ``ensemble:NAME`` entries of ``detector_results`` by
    :func:`redline.detectors.specs.disagreement`): the likeliest errors;
-2. then judge hits and judge passes taken in turn (hit, pass, hit, …; when outputs of the run
+2. then uncertain verdicts: a judge's score within :data:`UNCERTAIN_MARGIN` of the threshold;
+3. then judge hits and judge passes taken in turn (hit, pass, hit, …; when outputs of the run
    are already labelled, the stratum with fewer labels comes next), so both get reviews early:
    the correction of a probe's rate needs the precision of its hits and of its passes.
 
@@ -68,9 +69,12 @@ __all__ = [
     "sample_file",
 ]
 
-DISAGREEMENT, HIT_STRATUM, PASS_STRATUM = "disagreement", "hit", "pass"
-STRATA = (DISAGREEMENT, HIT_STRATUM, PASS_STRATUM)
+DISAGREEMENT, UNCERTAIN, HIT_STRATUM, PASS_STRATUM = "disagreement", "uncertain", "hit", "pass"
+STRATA = (DISAGREEMENT, UNCERTAIN, HIT_STRATUM, PASS_STRATUM)
 """The strata of the review sample, in the order they are shown."""
+
+UNCERTAIN_MARGIN = 0.15
+"""A verdict whose judge scored within this distance of the hit threshold (0.5) is uncertain."""
 
 SAMPLE_COLUMNS = ("run_id", "probe", "seq", "output", "verdict", "prompt", "response", "label", "note")
 """The columns of the sample file written by :func:`sample_file`."""
@@ -138,6 +142,15 @@ def _request(attempt: Attempt, output: int) -> tuple[str, int]:
     return turns[last_user].content.text or "", last_user
 
 
+def _uncertain(scores: Mapping[str, float | None]) -> bool:
+    """A judge (not an ensemble's member) scored within :data:`UNCERTAIN_MARGIN` of 0.5."""
+    return any(
+        value is not None and abs(value - 0.5) < UNCERTAIN_MARGIN
+        for name, value in scores.items()
+        if not name.startswith("ensemble:")
+    )
+
+
 def _items(run_id: str, attempt: Attempt) -> Iterator[ReviewItem]:
     """The judged (pass/fail) outputs of one attempt, read as the exports read them
     (:func:`~redline.report.rows.attempt_rows`)."""
@@ -149,6 +162,8 @@ def _items(run_id: str, attempt: Attempt) -> Iterator[ReviewItem]:
         request, earlier = _request(attempt, i)
         if disagreement(attempt, i):
             stratum = DISAGREEMENT
+        elif _uncertain(row.scores):
+            stratum = UNCERTAIN
         else:
             stratum = HIT_STRATUM if verdict == FAIL else PASS_STRATUM
         yield ReviewItem(
@@ -218,7 +233,7 @@ def review_sample(
     skip_reviewed: bool = True,
 ) -> list[ReviewItem]:
     """Up to ``limit`` judged outputs of ``run_id`` to review, in the order of the module doc:
-    disagreements between judges first, then judge hits and passes in turn, each stratum in a
+    disagreements between judges first, then uncertain verdicts, then judge hits and passes in turn, each stratum in a
     random order fixed by ``seed``; outputs already labelled are skipped (``skip_reviewed``)."""
     items = review_items(store, run_id, probes)
     rng = random.Random(seed)
@@ -229,7 +244,7 @@ def review_sample(
         for name, group in strata.items():
             reviewed[name] = sum(1 for i in group if i.key in done)
             strata[name] = [i for i in group if i.key not in done]
-    ordered = strata[DISAGREEMENT] + _balance(strata[HIT_STRATUM], strata[PASS_STRATUM], reviewed)
+    ordered = strata[DISAGREEMENT] + strata[UNCERTAIN] + _balance(strata[HIT_STRATUM], strata[PASS_STRATUM], reviewed)
     return ordered if limit is None else ordered[:limit]
 
 

@@ -25,6 +25,7 @@ from redline.detectors import detectors as detector_registry
 from redline.evaluation import FAIL, MARKS, PASS, UNDETECTED, Judgment, wilson_interval
 from redline.evaluation.metrics import MAX_CATEGORIES, OTHER_CATEGORIES, category_of
 from redline.evaluation.statistics import CorrectedRate, review_corrected_rate, rogan_gladen, validation_priors
+from redline.evaluation.support import SupportCheck, check_support, shipped_profile
 from redline.probes import probes as probe_registry
 from redline.report.formatting import plural
 from redline.report.outcome import ErrorReason, group_reasons, shown_status
@@ -33,6 +34,7 @@ from redline.taxonomy import FRAMEWORKS, category_name, framework_of, framework_
 
 __all__ = [
     "FROM_REVIEWS",
+    "NOT_SUPPORTED",
     "NOT_VALIDATED",
     "CategoryRate",
     "FrameworkGroup",
@@ -49,6 +51,10 @@ __all__ = [
 
 #: ``ProbeSummary.correction_note`` of a probe whose one judge has no validation.
 NOT_VALIDATED = "judge not validated"
+#: How ``ProbeSummary.correction_note`` starts when the run's outputs are unlike the validation's answers.
+NOT_SUPPORTED = "correction not supported for this run"
+#: The most outputs of a probe read to check that its validation describes them.
+SUPPORT_SAMPLE = 1000
 #: How ``ProbeSummary.judge_validation`` starts when the figures come from reviews of the run.
 FROM_REVIEWS = "reviews of this run"
 
@@ -416,10 +422,10 @@ class RunSummary:
 
     def as_dict(self) -> dict[str, Any]:
         """The summary JSON: ``{"run_id", "model", "status", "created", "generations",
-        "outcome", "attempts", "errored", "error_reasons", "cached", "answers", "probes": [...]}``
-        (see :meth:`ProbeSummary.as_dict`), then, when the probes have tags, ``"compliance":
-        {"owasp" | "atlas" | "nist": [...]}``, the categories each framework's probes fall in (see
-        :meth:`FrameworkGroup.as_dict`). ``status`` is the stored one (``complete``,
+        "probes": [...]}`` (see :meth:`ProbeSummary.as_dict`), then, when the probes have tags,
+        ``"compliance": {"owasp" | "atlas" | "nist": [...]}``, the categories each framework's probes
+        fall in (see :meth:`FrameworkGroup.as_dict`), then ``"outcome", "attempts", "errored",
+        "error_reasons", "cached", "answers"``. ``status`` is the stored one (``complete``,
         ``interrupted``…); ``outcome`` is what the reports show (``complete with errors`` when
         attempts errored); ``error_reasons`` ``[{"reason", "count"}]``, commonest first; ``cached``
         of ``answers`` stored outputs came from the response cache."""
@@ -429,16 +435,18 @@ class RunSummary:
             "status": self.status,
             "created": self.created,
             "generations": self.generations,
-            "outcome": self.shown_status,
-            "attempts": self.attempts,
-            "errored": self.errored,
-            "error_reasons": [r.as_dict() for r in self.error_reasons],
-            "cached": self.cached,
-            "answers": self.answers,
             "probes": [p.as_dict() for p in self.probes],
         }
         if any(self.tags.values()):
             data["compliance"] = {fw: [g.as_dict() for g in self.by_framework(fw)] for fw in FRAMEWORKS}
+        data.update(  # after the keys earlier versions wrote, in their order
+            outcome=self.shown_status,
+            attempts=self.attempts,
+            errored=self.errored,
+            error_reasons=[r.as_dict() for r in self.error_reasons],
+            cached=self.cached,
+            answers=self.answers,
+        )
         return data
 
     @classmethod
@@ -611,6 +619,20 @@ def _shipped_validation(detector: str, version: str) -> Validation | None:
     return validation
 
 
+def _support(store: Store, run_id: str, name: str, judge: str, validation: Validation) -> SupportCheck | None:
+    """Whether the outputs of probe ``name`` (the first :data:`SUPPORT_SAMPLE`) lie inside the
+    answers ``judge``'s shipped ``validation`` was measured on (``None``: no profile recorded)."""
+    profile = shipped_profile(judge, validation.dataset)
+    if profile is None:
+        return None
+    texts = list(store.iter_output_texts(run_id, name, SUPPORT_SAMPLE))
+    return check_support(profile, texts) if texts else None
+
+
+def _unsupported_note(check: SupportCheck, run_id: str) -> str:
+    return f"{NOT_SUPPORTED}: {check.reason()}; label outputs of this run with 'redline review {run_id}'"
+
+
 def _review_correction(
     store: Store,
     run_id: str,
@@ -667,12 +689,16 @@ def _correction(
     1. reviews of this run for the probe (whatever judged it: the reviews measure its verdicts);
     2. with exactly one detector (an ensemble counts as one), the newest validation saved in the
        store for that detector at the recorded version;
-    3. the detector class's shipped ``validation``, when the class is at the recorded version;
+    3. the detector class's shipped ``validation``, when the class is at the recorded version
+       and the probe's outputs lie inside the answers it was measured on
+       (:func:`~redline.evaluation.support.check_support`; otherwise the note says the correction
+       is not supported for this run, the rate stays raw, and reviews start from no validation);
 
     otherwise the judge is "not validated" and the rate is not corrected."""
     versions = result.detector_versions or {}
     judge = next(iter(versions)) if len(versions) == 1 else None
     validation: tuple[str, Validation] | None = None
+    shipped: Validation | None = None
     if judge is not None:
         saved = store.validations(judge, versions[judge])
         shipped = None if saved else _shipped_validation(judge, versions[judge])
@@ -682,6 +708,9 @@ def _correction(
             validation = (source, Validation(r.dataset, r.tp, r.fp, r.fn, r.tn, r.undetected))
         elif shipped is not None:
             validation = (f"shipped validation on {shipped.dataset}", shipped)
+    support = None if judge is None or shipped is None else _support(store, run_id, name, judge, shipped)
+    if support is not None and not support.supported:
+        validation = None
     reviewed = _review_correction(store, run_id, name, failed, judged, judge, validation)
     if reviewed.corrected is not None:
         return reviewed
@@ -689,6 +718,9 @@ def _correction(
     if judge is None:
         note = f"verdicts from {len(versions)} detectors: no single judge to correct for" if versions else None
         return _Correction(note=note, reviewed=count, review_errors=errors)
+    if support is not None and not support.supported:
+        note = _unsupported_note(support, run_id)
+        return _Correction(judge=judge, note=note, reviewed=count, review_errors=errors)
     if validation is None:
         return _Correction(judge=judge, note=NOT_VALIDATED, reviewed=count, review_errors=errors)
     source, v = validation

@@ -406,6 +406,27 @@ class Store:
         for name, seq, notes, data in self._db.execute(query, args):
             yield read(self.path, self._attempt_row(run_id, name, seq), _notes_of, notes, data)
 
+    def iter_output_texts(self, run_id: str, probe: str, limit: int) -> Iterator[str | None]:
+        """The texts of the outputs of ``probe``'s non-errored attempts, in seq order, at most
+        ``limit`` of them, read without the rest of each attempt (a text that is not a string
+        reads as ``None``)."""
+        query = (
+            "SELECT json_extract(data, '$.outputs') FROM attempts "
+            "WHERE run_id = ? AND probe = ? AND errored = 0 AND json_valid(data) ORDER BY seq"
+        )
+        given = 0
+        for (outputs,) in self._db.execute(query, (run_id, probe)):
+            try:
+                found = jsonio.loads(outputs) if isinstance(outputs, str) else None
+            except ValueError:
+                found = None
+            for output in found if isinstance(found, list) else ():
+                if given >= limit:
+                    return
+                text = output.get("text") if isinstance(output, dict) else None
+                yield text if isinstance(text, str) else None
+                given += 1
+
     def iter_attempt_dicts(self, run_id: str, probe: str | None = None, errored: bool | None = None) -> Iterator[dict]:
         """Stored attempts as their JSON objects (:meth:`Attempt.as_dict`), in (probe, seq) order;
         a damaged row raises :class:`~redline.store.rows.RowDamaged`."""
