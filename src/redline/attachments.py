@@ -1,9 +1,13 @@
 """Attachments (images, audio) of prompts: stored by content, checked against what a model takes.
 
 * :func:`attach` — a :class:`~redline.attempt.Message` carrying ``data`` written once under its
-  sha256 in the attachment folder (``<sha256>.<ext>``), with ``data_path``, ``data_type`` and
+  sha256 in the attachment folder (``<sha256>.<ext>``), with ``data_path`` (that name, relative
+  to the folder, so a store moved with its folder still finds it), ``data_type`` and
   ``data_checksum`` set, so a resumed run, the response cache, exports and ``redline view`` read
   the same bytes.
+* :func:`stored_file` / :func:`stored_image` — where a stored ``data_path`` is: inside the
+  attachment folder, else one :class:`AttachmentError` line (a store written by someone else
+  cannot make redline read another local file).
 * :func:`attachment_dir` / :func:`use_attachment_dir` — that folder: ``$REDLINE_ATTACHMENTS``,
   else the one a scan set (beside its store, :func:`beside_store`), else one in the temporary
   folder (a run in memory).
@@ -18,8 +22,10 @@
 from __future__ import annotations
 
 import hashlib
+import logging
 import mimetypes
 import os
+import re
 import tempfile
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -38,6 +44,8 @@ __all__ = [
     "beside_store",
     "check_conversation",
     "prepare_scan",
+    "stored_file",
+    "stored_image",
     "unsupported",
     "use_attachment_dir",
 ]
@@ -48,6 +56,11 @@ ATTACHMENTS_ENV = "REDLINE_ATTACHMENTS"
 _EXTENSIONS = {"image/png": ".png", "image/jpeg": ".jpg", "audio/wav": ".wav", "audio/mpeg": ".mp3"}
 
 _chosen: Path | None = None
+
+_log = logging.getLogger(__name__)
+
+#: The name :func:`attach` gives a file: its sha256 and extension (looked up in the attachment folder).
+_STORED_NAME = re.compile(r"[0-9a-f]{64}\.[a-z0-9]{1,8}")
 
 
 class AttachmentError(RedlineError, ValueError):
@@ -89,10 +102,50 @@ def attach(text: str | None, data: bytes, mime: str, *, lang: str | None = None,
         partial.write_bytes(data)
         os.replace(partial, path)  # whole or absent: a reader never sees half a file
     message = Message(
-        text=text, lang=lang, data_path=str(path), data_type=(mime, None), data_checksum=checksum, notes=notes
+        text=text, lang=lang, data_path=path.name, data_type=(mime, None), data_checksum=checksum, notes=notes
     )
     message.data = data  # already in memory: sent without reading the file back
     return message
+
+
+def stored_file(data_path: str, folder: str | os.PathLike | None = None) -> Path:
+    """The file a stored ``data_path`` names inside ``folder`` (default: :func:`attachment_dir`):
+    a relative path is taken from the folder; one that leads outside it (``..``, a link, an
+    absolute path elsewhere) raises :class:`AttachmentError`."""
+    root = Path(folder) if folder is not None else attachment_dir()
+    root = root.resolve()
+    candidate = Path(data_path)
+    resolved = (candidate if candidate.is_absolute() else root / candidate).resolve()
+    if not resolved.is_relative_to(root):
+        raise AttachmentError(f"stored attachment path {data_path!r} points outside the attachment folder {root}")
+    return resolved
+
+
+def stored_image(message: Message, folder: str | os.PathLike | None) -> Path | None:
+    """The file of ``message``'s stored image inside ``folder``, for showing it (``None`` when it
+    has none, or when its path leads outside the folder: that one line is logged as a warning)."""
+    path = message.data_path
+    mime = (message.data_type or (None, None))[0] or ""
+    if not path or folder is None or not mime.startswith("image/") or path.startswith(("http:", "https:", "data:")):
+        return None
+    try:
+        return stored_file(path, folder)
+    except AttachmentError as exc:
+        _log.warning("%s", exc)
+        return None
+
+
+def _load(message: Message, path: Path) -> None:
+    """Give ``message`` the bytes of its attachment from ``path`` (checked against its recorded
+    checksum), so that sending it does not look for its relative name elsewhere."""
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise AttachmentError(f"cannot read attachment {path}: {exc.strerror}") from None
+    checksum = hashlib.sha256(raw).hexdigest()
+    if message.data_checksum is not None and checksum != message.data_checksum:
+        raise AttachmentError(f"attachment {path} changed: sha256 {checksum} != recorded {message.data_checksum}")
+    message.data = raw
 
 
 def accepts(accepted: Iterable[str], mime: str | None) -> bool:
@@ -122,12 +175,16 @@ def check_conversation(conversation: Conversation, accepted: Sequence[str], max_
         if path.startswith("data:"):
             continue
         loaded = getattr(message, "_data", None)
+        in_folder = loaded is None and _STORED_NAME.fullmatch(path) is not None  # a name attach() gave
+        file = stored_file(path) if in_folder else Path(path)
         try:
-            size = len(loaded) if loaded is not None else Path(path).stat().st_size  # not read when too large
+            size = len(loaded) if loaded is not None else file.stat().st_size  # not read when too large
         except OSError as exc:
             raise AttachmentError(f"cannot read attachment {path}: {exc.strerror}") from None
         if max_bytes is not None and size > max_bytes:
             raise AttachmentError(f"attachment {path} is {size} bytes, above the {max_bytes}-byte limit of {model}")
+        if in_folder:
+            _load(message, file)
         try:
             data = message.data or b""
         except AttemptError as exc:

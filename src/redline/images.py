@@ -4,6 +4,8 @@
 * :func:`render_page` — a document or web-page-like screenshot: a title bar, paragraphs, and one
   extra line placed as ``hiding`` says (``small``, ``low-contrast``, ``corner``, ``footer``,
   ``plain``).
+* :func:`render_chart` — a bar chart whose title, bar labels, legend or source note can carry one
+  extra line (``CHART_PLACES``).
 * :func:`perturb` — ``noise``, ``rotate``, ``contrast`` (lowered) or ``scale``, seeded.
 * :func:`thumbnail_uri` — a stored attachment redrawn as a small PNG ``data:`` URI, for reports.
 
@@ -21,10 +23,22 @@ from typing import Any
 
 from redline.errors import RedlineError
 
-__all__ = ["HIDINGS", "PERTURBATIONS", "ImageError", "perturb", "render_page", "render_text", "thumbnail_uri"]
+__all__ = [
+    "CHART_PLACES",
+    "HIDINGS",
+    "PERTURBATIONS",
+    "ImageError",
+    "perturb",
+    "render_chart",
+    "render_page",
+    "render_text",
+    "thumbnail_uri",
+]
 
 #: How :func:`render_page` places its extra line.
 HIDINGS = ("plain", "small", "low-contrast", "corner", "footer")
+#: Where :func:`render_chart` writes its extra line.
+CHART_PLACES = ("axis-title", "bar-label", "legend", "source-note")
 #: What :func:`perturb` can do.
 PERTURBATIONS = ("noise", "rotate", "contrast", "scale")
 
@@ -149,6 +163,67 @@ def _page(title: str, paragraphs: tuple[str, ...], extra: str, hiding: str, widt
     return _png(image)
 
 
+def render_chart(
+    title: str,
+    bars: Sequence[tuple[str, float]],
+    extra: str,
+    *,
+    place: str = "source-note",
+    width: int = 800,
+    height: int = 560,
+) -> bytes:
+    """A bar chart of ``bars`` (label, value) under ``title``, with ``extra`` written as ``place``
+    says (see :data:`CHART_PLACES`): as the y-axis title, as the last bar's label, in the legend
+    box or as the source note under the chart."""
+    if place not in CHART_PLACES:
+        raise ImageError(f"unknown chart place {place!r} (known: {', '.join(CHART_PLACES)})")
+    if not bars:
+        raise ImageError("a chart needs at least one bar")
+    return _chart(title, tuple((str(label), float(value)) for label, value in bars), extra, place, width, height)
+
+
+@functools.lru_cache(maxsize=64)
+def _chart(title: str, bars: tuple[tuple[str, float], ...], extra: str, place: str, width: int, height: int) -> bytes:
+    image_mod, draw_mod, _ = _pil()
+    image = image_mod.new("RGB", (width, height), (255, 255, 255))
+    draw = draw_mod.Draw(image)
+    draw.text((20, 14), title, fill=(20, 20, 20), font=_font(24))
+    small, label_font = _font(12), _font(14)  # label_font: the values above the bars
+    left, top, right, bottom = 90, 70, width - 30, height - 130
+    if place == "legend":
+        right = width - 250
+        lines = _wrap(extra, small, 200)
+        draw.rectangle((right + 15, top, width - 20, top + 30 + 15 * len(lines)), outline=(180, 180, 180))
+        draw.rectangle((right + 25, top + 10, right + 37, top + 22), fill=(66, 133, 244))
+        for i, line in enumerate(lines):
+            draw.text((right + 45, top + 9 + 15 * i), line, fill=(60, 60, 60), font=small)
+    draw.line((left, top, left, bottom), fill=(40, 40, 40), width=2)
+    draw.line((left, bottom, right, bottom), fill=(40, 40, 40), width=2)
+    peak = max(value for _, value in bars) or 1.0
+    slot = (right - left) / len(bars)
+    for i, (label, value) in enumerate(bars):
+        x0 = left + slot * i + slot * 0.2
+        x1 = left + slot * (i + 1) - slot * 0.2
+        y0 = bottom - (bottom - top - 20) * max(0.0, value) / peak
+        draw.rectangle((x0, y0, x1, bottom), fill=(66, 133, 244))
+        draw.text((x0, y0 - 18), f"{value:g}", fill=(20, 20, 20), font=label_font)
+        text = f"{label}: {extra}" if place == "bar-label" and i == len(bars) - 1 else label
+        for j, line in enumerate(_wrap(text, small, int(slot * 0.95))[:8]):
+            draw.text((left + slot * i + slot * 0.05, bottom + 8 + 16 * j), line, fill=(40, 40, 40), font=small)
+    if place == "axis-title":
+        lines = _wrap(extra, small, bottom - top)
+        strip = image_mod.new("RGB", (bottom - top, 15 * len(lines) + 4), (255, 255, 255))
+        strip_draw = draw_mod.Draw(strip)
+        for i, line in enumerate(lines):
+            strip_draw.text((0, 2 + 15 * i), line, fill=(70, 70, 70), font=small)
+        rotated = strip.rotate(90, expand=True)
+        image.paste(rotated, (max(0, left - 10 - rotated.size[0]), top))
+    elif place == "source-note":
+        for i, line in enumerate(_wrap(f"Source: {extra}", small, width - 40)):
+            draw.text((20, height - 60 + 14 * i), line, fill=(130, 130, 130), font=small)
+    return _png(image)
+
+
 def perturb(png: bytes, kind: str, amount: float, seed: int = 0) -> bytes:
     """``png`` changed by ``kind`` (see :data:`PERTURBATIONS`) of strength ``amount``: the share
     of noise (0–1), the angle in degrees, the contrast kept (0–1) or the scale factor."""
@@ -172,18 +247,20 @@ def perturb(png: bytes, kind: str, amount: float, seed: int = 0) -> bytes:
     return _png(image)
 
 
-def thumbnail_uri(message: Any, size: int = 240) -> str | None:
-    """A ``data:image/png`` URI of a thumbnail of ``message``'s image attachment, redrawn by Pillow
-    (``None`` when there is none to show: no image, not a file redline stored by its sha256, a file
+def thumbnail_uri(message: Any, file: Any, size: int = 240) -> str | None:
+    """A ``data:image/png`` URI of a thumbnail of ``message``'s image attachment, read from ``file``
+    (where the caller found it, e.g. :func:`redline.attachments.stored_image`) and redrawn by Pillow
+    (``None`` when there is none to show: no file, not a file redline stored by its sha256, a file
     whose bytes changed or that Pillow cannot read)."""
     import base64
     import hashlib
     from pathlib import Path
 
-    path, checksum = getattr(message, "data_path", None), getattr(message, "data_checksum", None)
+    checksum = getattr(message, "data_checksum", None)
     mime = (getattr(message, "data_type", None) or (None, None))[0] or ""
-    if not path or not checksum or not mime.startswith("image/") or Path(path).stem != checksum:
+    if file is None or not checksum or not mime.startswith("image/") or Path(file).stem != checksum:
         return None
+    path = file
     try:
         image_mod = _pil()[0]
     except ImageError:

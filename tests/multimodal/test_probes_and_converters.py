@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from redline.attachments import use_attachment_dir
+from redline.attachments import stored_file, use_attachment_dir
 from redline.attacks.converters import ConverterError, parse_converters
 from redline.attempt import Conversation, Message, Turn
 from redline.images import perturb, render_text
@@ -17,7 +17,12 @@ from redline.probes import get_probe, resolve_probes
 
 PIL = pytest.importorskip("PIL")
 
-NAMES = ["multimodal.TypographicJailbreak", "multimodal.VisualInjection", "multimodal.ImageTextConflict"]
+NAMES = [
+    "multimodal.TypographicJailbreak",
+    "multimodal.VisualInjection",
+    "multimodal.ImageTextConflict",
+    "multimodal.ChartInjection",
+]
 
 
 @pytest.fixture(autouse=True)
@@ -27,12 +32,13 @@ def attachments(tmp_path: Path):
     use_attachment_dir(None)
 
 
-def test_the_multimodal_family_selects_its_three_probes() -> None:
+def test_the_multimodal_family_selects_its_four_probes() -> None:
     assert sorted(resolve_probes("multimodal")) == sorted(NAMES)
 
 
 @pytest.mark.parametrize(
-    "name,detector", zip(NAMES, ["refusal.Compliance", "injection.InjectedMarker", "sycophancy.Agreement"])
+    "name,detector",
+    zip(NAMES, ["refusal.Compliance", "injection.InjectedMarker", "sycophancy.Agreement", "injection.InjectedMarker"]),
 )
 def test_each_probe_declares_goal_tags_detector_and_distinct_deterministic_prompts(name: str, detector: str) -> None:
     from helpers.probe_family import assert_declares_itself
@@ -47,19 +53,21 @@ def test_every_prompt_carries_a_png_drawn_the_same_way_each_time(name: str) -> N
     first = [a.prompt.turns[-1].content for a in get_probe(name).create_attempts()]
     redline.images.render_text.cache_clear()  # drawn again, not read from memory
     redline.images._page.cache_clear()
+    redline.images._chart.cache_clear()
     again = [a.prompt.turns[-1].content for a in get_probe(name).create_attempts()]
     assert [m.data_checksum for m in first] == [m.data_checksum for m in again]
     assert len({m.data_checksum for m in first}) == len({(m.text, m.data_checksum) for m in first})
     for message in first:
-        data = Path(message.data_path).read_bytes()
+        data = stored_file(message.data_path).read_bytes()
         assert data.startswith(b"\x89PNG") and hashlib.sha256(data).hexdigest() == message.data_checksum
         assert message.text and message.data_type == ("image/png", None)
 
 
-async def test_visual_injection_catches_a_model_that_says_the_marker_and_passes_one_that_describes() -> None:
+@pytest.mark.parametrize("name", ["multimodal.VisualInjection", "multimodal.ChartInjection"])
+async def test_visual_injection_catches_a_model_that_says_the_marker_and_passes_one_that_describes(name: str) -> None:
     from fakes import ScriptedGenerator
 
-    probe = get_probe("multimodal.VisualInjection", sample=4, seed=1)
+    probe = get_probe(name, sample=4, seed=1)
     attempts = probe.create_attempts()
     by_image = {a.prompt.turns[-1].content.data_checksum: a for a in attempts}
 
@@ -67,7 +75,7 @@ async def test_visual_injection_catches_a_model_that_says_the_marker_and_passes_
         return f"Sure. {by_image[conversation.turns[-1].content.data_checksum].targets[0]}"
 
     for respond, expected in ((obey, 1.0), (lambda c: "A product page for boots.", 0.0)):
-        result = await get_probe("multimodal.VisualInjection", sample=4, seed=1).run(
+        result = await get_probe(name, sample=4, seed=1).run(
             ScriptedGenerator(respond, name="test.oracle:oracle", local=True)
         )
         assert result.errored == 0 and result.metrics["failure_rate"].value == expected
@@ -77,7 +85,9 @@ def test_image_converter_draws_the_text_the_converters_before_it_made() -> None:
     chain = parse_converters("rot13,image")
     converted = chain.transform_conversation(Conversation(turns=[Turn("user", Message("hello there"))]))
     message = converted.turns[-1].content
-    assert Path(message.data_path).read_bytes() == render_text(parse_converters("rot13").transform("hello there"))
+    assert stored_file(message.data_path).read_bytes() == render_text(
+        parse_converters("rot13").transform("hello there")
+    )
     assert "image" in (message.text or "")
 
 
@@ -97,7 +107,7 @@ def test_each_perturbation_changes_the_image_the_same_way_for_the_same_seed(spec
     assert first != base and first == perturb(base, kind, float(amount or 0.3), seed=7)
     chain = parse_converters(f"image,{spec}", seed=7)
     message = chain.transform_conversation(Conversation(turns=[Turn("user", Message("perturb me"))])).turns[0].content
-    assert Path(message.data_path).read_bytes() != base
+    assert stored_file(message.data_path).read_bytes() != base
 
 
 def test_scaling_by_a_half_halves_the_image() -> None:
@@ -114,3 +124,13 @@ def test_a_bad_converter_argument_is_one_line(spec: str) -> None:
     with pytest.raises(ConverterError) as caught:
         parse_converters(spec)
     assert "\n" not in str(caught.value)
+
+
+def test_the_chart_carries_the_instruction_in_each_place_and_refuses_an_unknown_one() -> None:
+    from redline.images import CHART_PLACES, ImageError, render_chart
+
+    bars = (("a", 1.0), ("b", 2.0))
+    drawn = {render_chart("t", bars, "say the marker", place=place) for place in CHART_PLACES}
+    assert len(drawn) == len(CHART_PLACES) and render_chart("t", bars, "other", place="legend") not in drawn
+    with pytest.raises(ImageError, match="unknown chart place"):
+        render_chart("t", bars, "x", place="title")

@@ -76,8 +76,8 @@ async def test_a_vision_model_gets_every_image_and_the_export_names_the_stored_b
     folder = (tmp_path / "s.attachments").resolve()
     for attempt in attempts:
         message = attempt["prompt"]["turns"][-1]["content"]
-        path = Path(message["data_path"])
-        assert path.parent == folder and message["data_type"][0] == "image/png"
+        path = folder / message["data_path"]  # named relative to the store's attachment folder
+        assert message["data_path"] == path.name and message["data_type"][0] == "image/png"
         data = path.read_bytes()
         assert hashlib.sha256(data).hexdigest() == message["data_checksum"] and data in sent
     store.close()
@@ -164,6 +164,6 @@ async def test_the_html_report_and_the_view_show_a_thumbnail_of_each_image_sent(
     assert response.status_code == 200 and response.text.count('<img class="attachment" src="data:image/png') == 1
 
     # a stored file whose bytes changed is not shown
-    Path(attempt.prompt.turns[-1].content.data_path).write_bytes(b"\x89PNG changed")
+    (tmp_path / "s.attachments" / attempt.prompt.turns[-1].content.data_path).write_bytes(b"\x89PNG changed")
     assert len(re.findall(r'<img class="attachment"', render_report(store, run_id))) == 1
     store.close()

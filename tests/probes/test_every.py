@@ -110,7 +110,7 @@ def responders(name: str) -> tuple[Callable, Callable]:
         return (lambda a, c: f"My instructions say the code is {a.targets[0]}."), (
             lambda a, c: "I can't share my instructions."
         )
-    if family in ("encoding", "injection") or name == "multimodal.VisualInjection":
+    if family in ("encoding", "injection") or name in ("multimodal.VisualInjection", "multimodal.ChartInjection"):
         # acting on the hidden instruction is a hit; a verbatim copy of the prompt is not
         return (lambda a, c: f"OK. {a.targets[0]}"), echo
     if name in ("output.MarkdownImageExfil", "output.LinkExfil"):

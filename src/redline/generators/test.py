@@ -97,7 +97,8 @@ class AgentGenerator(_TestGenerator):
     * with no call made yet it calls the first tool offered (the one the user's task needs), its
       arguments taken from the user's message;
     * ``careful`` then answers in text, quoting the start of what the tool returned;
-    * ``gullible`` first obeys any text it reads — a tool result, or a tool's description — that
+    * ``gullible`` first obeys any text it reads — a tool result, an image a tool returned (its
+      ``shows`` note), or a tool's description — that
       names another offered tool it has not called yet: it calls that tool, with the arguments the
       text spells out (``name=value``), or else an address, URL, path or number found in the text,
       or else everything it has read so far (which is what an exfiltration asks for).
@@ -108,6 +109,8 @@ class AgentGenerator(_TestGenerator):
     family = "test.agent"
     description = "a scripted tool-calling agent: test.agent:gullible or test.agent:careful (for tests and demos)"
     supports_tools = True
+    #: It "sees" an image a tool returned through the image's ``shows`` note (see ``answer``).
+    attachment_types: tuple[str, ...] = ("image/*",)
     BEHAVIOURS = ("gullible", "careful")
 
     def __init__(self, model: str = "", **options: Any) -> None:
@@ -127,11 +130,19 @@ class AgentGenerator(_TestGenerator):
         calls = [c for t in conversation.turns if t.role == "assistant" for c in t.content.tool_calls]
         called = {c.name for c in calls}
         names = {c.id: c.name for c in calls}
-        user = next((t.content.text or "" for t in reversed(conversation.turns) if t.role == "user"), "")
+        images = [t for t in conversation.turns if t.role == "user" and (t.content.notes or {}).get("tool_image")]
+        shown = {id(t) for t in images}
+        user = next(
+            (t.content.text or "" for t in reversed(conversation.turns) if t.role == "user" and id(t) not in shown), ""
+        )
         results = [
             (names.get(t.content.tool_call_id or "", ""), t.content.text or "")
             for t in conversation.turns
             if t.role == "tool"
+        ]
+        # an image a tool returned is "read" through its ``shows`` note (what is written in it)
+        results += [
+            (str((t.content.notes or {}).get("tool")), str((t.content.notes or {}).get("shows"))) for t in images
         ]
         read = "\n".join([user] + [text for _, text in results])
         if self.model == "gullible":

@@ -27,9 +27,11 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import secrets
+from pathlib import Path
 from typing import Any
 
 from redline import __version__
+from redline.attachments import beside_store, stored_image
 from redline.attempt import Attempt
 from redline.detectors import ENSEMBLE_PREFIX
 from redline.detectors.base import HIT_THRESHOLD
@@ -347,18 +349,22 @@ def _bias_card(metric_rows: list[dict], probes_not_measured: int = 0) -> dict:
     }
 
 
-def _turns(conversation: Any, start: int = 0) -> list[dict]:
+def _turns(conversation: Any, start: int = 0, folder: Path | None = None) -> list[dict]:
     return [
-        {"role": t.role, "text": t.content.display_text() or "", "image": thumbnail_uri(t.content)}
+        {
+            "role": t.role,
+            "text": t.content.display_text() or "",
+            "image": thumbnail_uri(t.content, stored_image(t.content, folder)),
+        }
         for t in conversation.turns[start:]
     ]
 
 
-def _attempt_view(attempt: Attempt) -> dict:
+def _attempt_view(attempt: Attempt, folder: Path | None = None) -> dict:
     evaluation = [str(e) for e in (attempt.notes.get("evaluation") or [])]
     error = attempt.notes.get("error")
     prompt = attempt.prompt
-    prompt_turns = _turns(prompt) if prompt is not None else []
+    prompt_turns = _turns(prompt, 0, folder) if prompt is not None else []
     layers = sum(1 for t in attempt.conversations[0].turns if t.role == "assistant") if attempt.conversations else 0
     outputs = attempt.outputs
     generations = []
@@ -376,7 +382,7 @@ def _attempt_view(attempt: Attempt) -> dict:
         generations.append(
             {
                 "index": i,
-                "turns": _turns(conversation, len(prompt_turns) if layers <= 1 else 0),
+                "turns": _turns(conversation, len(prompt_turns) if layers <= 1 else 0, folder),
                 "evaluation": evaluation[i] if i < len(evaluation) else None,
                 "scores": scores,
             }
@@ -445,9 +451,10 @@ def report_context(store: Store, run_id: str, hits_only: bool = False, framework
     hits = hit_attempts = total = 0
     detectors: set[str] = set()
     outcomes: set[str] = set()
+    folder = beside_store(store.path)  # where the store's attachments are (thumbnails)
     for attempt in store.iter_attempts(run_id):
         total += 1
-        view = _attempt_view(attempt)
+        view = _attempt_view(attempt, folder)
         hits += view["hits"]
         hit_attempts += 1 if view["hit"] else 0
         if hits_only and not (view["hit"] or view["error"]):

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
+from redline.attachments import beside_store, stored_image
 from redline.images import thumbnail_uri
 from redline.report.compare import compare_runs
 from redline.report.outcome import cached_note, errored_note, retry_command
@@ -157,7 +158,10 @@ def attempt_context(store: Store, run_id: str, probe: str, seq: int, token: str)
         "probe": probe,
         "attempt": attempt,
         "prompt_turns": [(t.role, t.content.text or "") for t in (prompt.turns if prompt is not None else [])],
-        "prompt_images": [thumbnail_uri(t.content) for t in (prompt.turns if prompt is not None else [])],
+        "prompt_images": [
+            thumbnail_uri(t.content, stored_image(t.content, beside_store(store.path)))
+            for t in (prompt.turns if prompt is not None else [])
+        ],
         "outputs": output_views(attempt, run_id, store.reviews(run_id, probe)),
         "error": str(error) if error else None,
         "token": token,
