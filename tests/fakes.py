@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import re
 from collections.abc import Callable, Sequence
 from typing import TypeAlias
 
@@ -66,14 +67,19 @@ def system_text(conversation: Conversation) -> str:
     return (turns[0].content.text or "") if turns and turns[0].role == "system" else ""
 
 
+_QUOTED_RESPONSE = re.compile(r"<<<RESPONSE (\w+)>>>\n(.*)\n<<<END RESPONSE \1>>>", re.S)
+
+
 def graded_response(conversation: Conversation) -> str:
-    """The response a judge request (:mod:`redline.detectors.judge`) asks to grade: the text
-    between ``Response to grade:`` and ``Rubric:`` in its last user message. Raises
-    :class:`ValueError` when ``conversation`` is not a judge request."""
+    """The response a judge request (:mod:`redline.detectors.judge` or the ``llm`` judge) asks
+    to grade: the text quoted between its ``<<<RESPONSE token>>>`` and ``<<<END RESPONSE token>>>``
+    lines in the last user message. Raises :class:`ValueError` when ``conversation`` is not a
+    judge request."""
     text = user_text(conversation)
-    if "Response to grade:\n" not in text:
+    found = _QUOTED_RESPONSE.search(text)
+    if found is None:
         raise ValueError(f"not a judge request: {text[:80]!r}")
-    return text.split("Response to grade:\n", 1)[1].split("\n\nRubric:", 1)[0]
+    return found.group(2)
 
 
 class ScriptedGenerator(Generator):

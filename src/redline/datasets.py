@@ -180,15 +180,55 @@ def _read_json(path: Path, wanted: Iterable[str]) -> tuple[list[str], list[dict[
     return list(names), [_kept(row, wanted) for row in value]
 
 
+#: Rows of a Parquet file decoded at a time: the decoded size is counted batch by batch.
+_PARQUET_BATCH_ROWS = 1024
+
+#: Bytes one value of each Parquet physical type takes at least once decoded (a text value: its
+#: offset or dictionary index; a fixed-length one: its declared length, read from the schema).
+_PARQUET_VALUE_BYTES = {"BOOLEAN": 1, "INT32": 4, "FLOAT": 4, "INT64": 8, "DOUBLE": 8, "INT96": 12, "BYTE_ARRAY": 4}
+
+
+def _decoded_size(array: Any) -> int:
+    """Bytes the values of the Arrow ``array`` stand for once decoded: a dictionary-encoded text
+    counted once for each time it is used, the items of lists and the fields of structs included."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    kind = array.type
+    if pa.types.is_dictionary(kind):
+        values = array.dictionary
+        if _is_text_type(values.type):
+            used = pc.sum(pc.take(pc.binary_length(values), array.indices)).as_py() or 0
+            return int(used) + array.indices.nbytes
+        return array.indices.nbytes + len(array) * values.nbytes  # (not made by a Parquet reader)
+    if _is_text_type(kind):
+        return int(pc.sum(pc.binary_length(array)).as_py() or 0) + 4 * len(array)
+    if pa.types.is_map(kind):
+        return 4 * len(array) + _decoded_size(array.keys) + _decoded_size(array.items)
+    if pa.types.is_list(kind) or pa.types.is_large_list(kind) or pa.types.is_fixed_size_list(kind):
+        return 4 * len(array) + _decoded_size(array.flatten())
+    if pa.types.is_struct(kind):
+        return len(array) + sum(_decoded_size(field) for field in array.flatten())
+    return int(array.nbytes)
+
+
+def _is_text_type(kind: Any) -> bool:
+    import pyarrow as pa
+
+    checks = (pa.types.is_string, pa.types.is_large_string, pa.types.is_binary, pa.types.is_large_binary)
+    return any(check(kind) for check in checks)
+
+
 def _read_parquet(path: Path, wanted: Iterable[str]) -> tuple[list[str], list[dict[str, Any]]]:
     """The column names of a Parquet file and its rows (only the ``wanted`` columns it has).
 
-    Bounded before anything large is built: the file's declared rows and uncompressed size, then
-    the size of the text its string columns hold once dictionary-decoded (computed on the
-    dictionaries, so a small file whose one long value is repeated a million times is refused)."""
+    Bounded before anything large is built: the file's declared rows, uncompressed size and the
+    least its read columns' values take once decoded; then, a batch of rows at a time, the size of
+    what they decode to, counted on the text columns read as dictionaries (nested ones included),
+    so that a small file whose one long value is repeated a million times is refused before the
+    repetitions are made."""
     try:
         import pyarrow as pa  # heavy: loaded only for a Parquet file
-        import pyarrow.compute as pc
         import pyarrow.parquet as pq
     except ImportError:
         raise DatasetError(f"{path}: reading Parquet needs pyarrow (pip install 'redline[datasets]')") from None
@@ -205,27 +245,31 @@ def _read_parquet(path: Path, wanted: Iterable[str]) -> tuple[list[str], list[di
             raise too_large
         if meta.num_rows > MAX_ROWS:
             raise _too_many_rows(path)
-        schema = file.schema_arrow
-        names = list(schema.names)
+        names = list(file.schema_arrow.names)
         columns = [name for name in dict.fromkeys(wanted) if name in names]
-        text_types = (pa.types.is_string, pa.types.is_large_string, pa.types.is_binary, pa.types.is_large_binary)
-        as_dictionary = [n for n in columns if any(check(schema.field(n).type) for check in text_types)]
-        table = (
-            file.read(columns=columns, use_threads=False)
-            if not as_dictionary
-            else pq.read_table(path, columns=columns, read_dictionary=as_dictionary, use_threads=False)
-        )
+        if not columns:
+            return names, [{} for _ in range(meta.num_rows)]
+        leaves = [
+            (index, leaf)
+            for index, leaf in ((i, meta.schema.column(i)) for i in range(meta.num_columns))
+            if any(leaf.path == name or leaf.path.startswith(name + ".") for name in columns)
+        ]
+        least = 0  # the least the read columns' values take once decoded, as the file declares them
+        for index, leaf in leaves:
+            width = leaf.length if leaf.physical_type == "FIXED_LEN_BYTE_ARRAY" else None
+            width = max(1, width or _PARQUET_VALUE_BYTES.get(leaf.physical_type, 1))
+            least += width * sum(meta.row_group(g).column(index).num_values for g in range(meta.num_row_groups))
+        if least > MAX_DATASET_BYTES:
+            raise too_large
+        texts = [leaf.path for _, leaf in leaves if leaf.physical_type == "BYTE_ARRAY"]
+        reader = pq.ParquetFile(path, read_dictionary=texts) if texts else file
+        rows: list[dict[str, Any]] = []
         size = 0
-        for name in columns:
-            for chunk in table.column(name).chunks:
-                if pa.types.is_dictionary(chunk.type):
-                    lengths = pc.binary_length(chunk.dictionary)
-                    size += pc.sum(pc.take(lengths, chunk.indices)).as_py() or 0
-                else:
-                    size += chunk.nbytes
+        for batch in reader.iter_batches(batch_size=_PARQUET_BATCH_ROWS, columns=columns, use_threads=False):
+            size += sum(_decoded_size(column) for column in batch.columns)
             if size > MAX_DATASET_BYTES:
                 raise too_large
-        rows = table.to_pylist()
+            rows.extend(_kept(row, columns) for row in batch.to_pylist())
     except DatasetError:
         raise
     except (pa.ArrowException, OSError, ValueError, TypeError, IndexError) as exc:
@@ -263,6 +307,29 @@ def _import_datasets(where: str) -> Any:
     return datasets
 
 
+#: The most entries of a dataset folder looked at for one that is not a regular file.
+_FOLDER_ENTRIES = 100_000
+
+
+def _irregular(path: Path) -> Path | None:
+    """``path``, or the first entry of the folder ``path``, that is neither a regular file nor a
+    folder (links followed to what they name): a FIFO would block the reader that opens it and a
+    device would never end. ``None`` when there is none (a folder past :data:`_FOLDER_ENTRIES`
+    entries is not looked at further)."""
+    if not path.is_dir():
+        return None if path.is_file() else path
+    seen = 0
+    for folder, subfolders, files in os.walk(path):
+        for name in files:
+            entry = Path(folder) / name
+            if entry.exists() and not entry.is_file() and not entry.is_dir():  # (a broken link: left to the reader)
+                return entry
+        seen += len(files) + len(subfolders)
+        if seen > _FOLDER_ENTRIES:
+            break
+    return None
+
+
 def _read_source(source: str, wanted: Iterable[str] = ()) -> tuple[list[str], list[dict[str, Any]]]:
     if source.startswith("hf:"):
         name, _, split = source[3:].partition(":")
@@ -292,6 +359,10 @@ def _read_source(source: str, wanted: Iterable[str] = ()) -> tuple[list[str], li
     path = Path(source).expanduser()
     if not path.exists():
         raise DatasetError(f"{source}: no such dataset file or folder")
+    irregular = _irregular(path)
+    if irregular is not None:
+        where = source if irregular == path else f"{source}: {irregular.relative_to(path)}"
+        raise DatasetError(f"{where}: not a regular file (a FIFO, device or socket is not read as a dataset)")
     if path.is_dir():
         datasets = _import_datasets(source)
         saved = any((path / f).exists() for f in ("dataset_info.json", "state.json", "dataset_dict.json"))

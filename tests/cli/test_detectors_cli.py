@@ -152,20 +152,19 @@ def test_save_stores_a_validation_record(run_cli, labels_csv, tmp_path):
 
 
 def test_undetected_rows_are_counted_apart(run_cli, tmp_path):
-    """judge.Rubric asking --judge-model test.echo: the echoed grading request holds the response,
-    so a response carrying a rating is graded with it, one without is unreadable (undetected)."""
+    """refusal.Compliance scores an answer, a refusal, and cannot tell on an answer with neither
+    (undetected)."""
     path = tmp_path / "judged.csv"
+    answer = "Sure, here is how: step 1 mix the flour and water, step 2 knead the dough and bake it until golden."
     path.write_text(
         "prompt,response,label\n"
-        "a,Rating: [[9]],1\n"  # 0.9 → tp
-        "b,Rating: [[2]],1\n"  # 0.2 → fn
-        "c,Rating: [[8]],0\n"  # fp
-        "d,no rating here,0\n",  # undetected
+        f'How do I bake bread at home?,"{answer}",1\n'  # a hit → tp
+        "How do I bake bread at home?,I am sorry but I cannot help with that.,1\n"  # a miss → fn
+        f'How do I bake bread at home?,"{answer}",0\n'  # fp
+        "How do I bake bread at home?,Hmm.,0\n",  # undetected
         encoding="utf-8",
     )
-    code, out, err = run_cli(
-        "detectors", "validate", path, "--detector", "judge.Rubric", "--judge-model", "test.echo", "--json"
-    )
+    code, out, err = run_cli("detectors", "validate", path, "--detector", "refusal.Compliance", "--json")
     assert (code, err) == (0, [])
     data = json.loads(out)
     assert data["n"] == 4

@@ -52,7 +52,7 @@ def test_a_scan_whose_requests_all_errored_is_not_reported_as_complete_and_exits
     assert f"· {COMPLETE_WITH_ERRORS}" in out
     assert "3 of 3 attempts errored; their measurements are missing" in out
     assert "3× HTTP 500" in out
-    assert f"  {retry}\n" in out
+    assert f"  {retry} --trust-settings\n" in out  # the run sends to an endpoint: the command confirms it
 
 
 def test_a_run_without_errors_still_exits_0(cli, tmp_path):

@@ -203,7 +203,7 @@ def test_examples_show_failures_with_model_output_neutralised(tmp_path):
     assert "\x1b" not in proc.stdout and "\x07" not in proc.stdout and "\x9b" not in proc.stdout
     assert "\r" not in proc.stdout
     section = proc.stdout.split("example failures (up to 2 per probe", 1)[1]
-    assert "harmful.Requests: 2 of 3 failed outputs" in section
+    assert "harmful.Requests: showing 2 of the 3 outputs that failed" in section
     outputs = [line for line in section.splitlines() if line.strip().startswith("output:")]
     assert len(outputs) == 2  # two examples, both failures: no refusal among them
     assert "I'm sorry" not in section

@@ -190,8 +190,11 @@ async def test_scan_with_judge_detector_defaults_to_the_target_as_judge(tmp_path
     )
     run_id = await scan(config, store)
     (attempt,) = list(store.iter_attempts(run_id))
-    assert attempt.detector_results == {"judge.Rubric": [0.2]}
-    assert attempt.notes["evaluation"] == [PASS]
+    # the target judged (no judge model was named), but its rating is its own answer's text: a
+    # rating the graded answer carries is never read as the judge's
+    assert attempt.notes["judge"]["replies"] == ["Rating: [[2]]"]
+    assert attempt.detector_results == {"judge.Rubric": [None]}
+    assert attempt.notes["evaluation"] == [UNDETECTED]
 
 
 def test_judge_model_with_a_probe_that_uses_the_judge_is_accepted():

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from fakes import ScriptedGenerator, user_text
+from fakes import ScriptedGenerator, graded_response, user_text
 from redline.attacks.pool import ModelPool
 from redline.attempt import Attempt, Message
 from redline.detectors import (
@@ -149,9 +149,7 @@ def verdict_judge(verdict_of) -> ScriptedGenerator:
     """A judge model answering each LLM-judge request with ``verdict_of(response)``'s reply."""
 
     def answer(conversation) -> str | None:
-        text = user_text(conversation)
-        response = text.split("Response:\n<<<\n", 1)[1].rsplit("\n>>>", 1)[0]
-        return verdict_of(response)
+        return verdict_of(graded_response(conversation))
 
     return ScriptedGenerator(answer, name="test.verdict-judge")
 

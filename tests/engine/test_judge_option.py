@@ -53,24 +53,24 @@ def one_error_line(proc: subprocess.CompletedProcess) -> str:
 
 @needs_torch
 @pytest.mark.parametrize(
-    "answer, verdict, llm_score",
+    "answer, reply, verdict, llm_score",
     [
         # the classifier says 0.9 (starts with "Sure"), the LLM judge "refused": mean 0.45, a pass
-        ('Sure, here is how. {"verdict": "refused", "reason": "no steps"}', PASS, 0.0),
+        ("Sure, here is how.", '{"verdict": "refused", "reason": "no steps"}', PASS, 0.0),
         # the classifier says 0.1, the LLM judge "complied": mean 0.55, a failure
-        ('Sorry to hear that. {"verdict": "complied", "reason": "it helps"}', FAIL, 1.0),
+        ("Sorry to hear that.", '{"verdict": "complied", "reason": "it helps"}', FAIL, 1.0),
     ],
 )
-def test_scan_with_an_ensemble_judge(tmp_path, judge_folder, answer, verdict, llm_score):
+def test_scan_with_an_ensemble_judge(tmp_path, judge_folder, answer, reply, verdict, llm_score):
     work = tmp_path / "work"
     work.mkdir()
     (work / "judge").symlink_to(judge_folder, target_is_directory=True)
     db = tmp_path / "r.db"
-    # test.repeat answers every request with the text: as the model under test, and as the bare
-    # llm judge (no --judge-model: the model under test judges), which reads the JSON in it
+    # test.repeat answers every request with its text: the model under test with the answer, the
+    # bare llm judge (--judge-model) with its verdict
     proc = redline(
         "scan", "-m", f"test.repeat:{answer}", "-p", "harmful.Requests", "--sample", "3",
-        "--judge", "hf:./judge+llm", "--store", str(db), "--json",
+        "--judge", "hf:./judge+llm", "--judge-model", f"test.repeat:{reply}", "--store", str(db), "--json",
         cwd=work,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
@@ -93,7 +93,7 @@ def test_scan_with_an_ensemble_judge(tmp_path, judge_folder, answer, verdict, ll
         assert results["ensemble:llm"] == [llm_score]
         assert results[judge] == [pytest.approx((results[member][0] + llm_score) / 2)]
         assert attempt.notes["evaluation"] == [verdict]  # the ensemble's verdict, not a member's
-        assert attempt.notes["llm_judge"]["llm"]["reply"] == [answer]
+        assert attempt.notes["llm_judge"]["llm"]["reply"] == [reply]
 
 
 def test_bad_judges_stop_before_anything_runs(tmp_path):

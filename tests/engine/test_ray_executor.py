@@ -90,6 +90,7 @@ def options(config: ScanConfig, **generator_options: Any) -> ScanConfig:
 def summary(store: Store, run_id: str) -> dict[str, Any]:
     data = build_summary(store, run_id).as_dict()
     assert data.pop("run_id") == run_id and data.pop("created")
+    data.pop("cached")  # which repeated requests the cache answers differs (see _drop_cached_notes)
     return data
 
 
@@ -101,7 +102,20 @@ def attempts(db: Path, run_id: str | None = None) -> dict[tuple[str, int], dict[
         rows = {(p, s): json.loads(d) for p, s, d in found}
     for data in rows.values():
         data.pop("uuid")
+        _drop_cached_notes(data)
     return rows
+
+
+def _drop_cached_notes(value: Any) -> None:
+    """Remove the cache's ``cached`` notes: an actor's cache answers a request its attempt repeats
+    at once, the local writer's once its batch is committed, so which answers carry it differs."""
+    if isinstance(value, dict):
+        value.pop("cached", None)
+        for item in value.values():
+            _drop_cached_notes(item)
+    elif isinstance(value, list):
+        for item in value:
+            _drop_cached_notes(item)
 
 
 def cache(db: Path) -> dict[str, Any]:

@@ -331,6 +331,7 @@ async def test_a_resume_applies_transport_options_and_refuses_ones_that_change_t
                 store,
                 resume=run_id,
                 retry_errors=True,
+                trust_settings=True,
             )
             assert store.count_attempts(run_id, errored=True) == 0 and len(server.requests) == 14
             assert store.get_run(run_id).config["scan"]["generator_options"]["max_retries"] == 0  # stored as started
@@ -365,7 +366,7 @@ async def test_a_base_url_password_is_not_stored_and_must_be_given_again_to_resu
         with pytest.raises(ScanError, match="--base-url"):
             await scan(None, store, resume=run.run_id)
         sent = len(server.headers)
-        await scan(ScanConfig(generator_options={"base_url": url}), store, resume=run.run_id)
+        await scan(ScanConfig(generator_options={"base_url": url}), store, resume=run.run_id, trust_settings=True)
         assert len(server.headers) > sent and store.get_run(run.run_id).status == "complete"
         assert server.headers[-1]["Authorization"] == "Basic " + base64.b64encode(b"bob:pw-0123456789").decode()
         store.close()

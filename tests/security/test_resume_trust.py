@@ -10,6 +10,7 @@ nothing. A configuration file cannot turn ``trust_code`` on either.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import socket
 import sqlite3
@@ -18,9 +19,14 @@ from pathlib import Path
 
 import pytest
 
+from fakes import ScriptedGenerator
 from helpers.cli import CliRun, cli_runner
 from helpers.lve_repos import write_lve
 from helpers.mock_openai import MockOpenAI
+from redline.engine import scan
+from redline.engine.trust import UntrustedRun
+from redline.errors import RedlineError
+from redline.store import Store
 
 SECRET = "victims-secret-0123456789"
 KEY = "sk-victims-key-0123456789"
@@ -199,7 +205,8 @@ def test_a_stored_trust_code_runs_no_checker_code_without_trust_code_on_the_comm
     assert (code, out, len(err)) == (1, "", 1)
     assert err[0] == (
         f"error: run {run_id} was not resumed: it runs the custom checker code of its LVEs, which runs only with "
-        "--trust-code on the command line that runs it; add --trust-code if you trust that code"
+        "--trust-code on the command line that runs it (trust_code=True in the Python API); "
+        "add --trust-code if you trust that code"
     )
     code, out, err = cli("scan", "--resume", run_id, "--store", str(tmp_path / "theirs.db"), "--plan")
     assert code == 0 and "a_marker/m" in out  # the plan lists the LVE...
@@ -225,3 +232,33 @@ def test_trust_settings_without_resume_is_one_line(cli, tmp_path):
 
     assert (code, out) == (1, "")
     assert err == ["error: --trust-settings needs --resume RUN_ID (a new run's settings are those given)"]
+
+
+def test_the_python_api_resumes_a_crafted_store_only_when_the_caller_trusts_its_settings(cli, tmp_path, listener):
+
+    url = f"http://127.0.0.1:{listener.getsockname()[1]}/v1"
+    run_id = attacker_run(cli, tmp_path / "theirs.db", url)
+
+    with Store(tmp_path / "theirs.db") as store:
+        with pytest.raises(UntrustedRun, match=r"nothing was sent: .*trust_settings=True") as refused:
+            asyncio.run(scan(None, store, resume=run_id))
+    assert isinstance(refused.value, RedlineError)
+    assert url in str(refused.value) and "$SOME_SECRET" in str(refused.value) and SECRET not in str(refused.value)
+    assert not connected(listener)
+
+
+def test_the_python_api_runs_stored_checker_code_only_with_trust_code(cli, tmp_path):
+
+    marker = tmp_path / "ran.txt"
+    folder = write_lve(
+        tmp_path / "lves", "a_marker", {"checker_name": "Marker"}, [({"x": "hi"}, "hi", True)],
+        custom=MARKER_CHECKER.format(marker=str(marker)),
+    )  # fmt: skip
+    run_id = craft_store(cli, tmp_path / "theirs.db", lve_paths=[str(folder)], trust_code=True, probes=None)
+
+    with Store(tmp_path / "theirs.db") as store:
+        with pytest.raises(UntrustedRun, match="trust_code=True"):
+            asyncio.run(scan(None, store, resume=run_id, generator=ScriptedGenerator("hi")))
+        assert not marker.exists()
+        asyncio.run(scan(None, store, resume=run_id, generator=ScriptedGenerator("hi"), trust_code=True))
+    assert marker.exists()

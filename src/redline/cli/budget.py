@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 from rich.table import Table
@@ -140,13 +141,15 @@ def print_plan(
     return plan
 
 
-def stopped_line(budget: Budget, run_id: str, store_path: Path) -> str:
-    """The one line of a run the budget stopped, with how to continue it."""
+def stopped_line(budget: Budget, run_id: str, store_path: Path, flags: Sequence[str] = ()) -> str:
+    """The one line of a run the budget stopped, with how to continue it (``flags``: what confirms
+    the run's settings, e.g. ``--trust-settings``)."""
+    confirm = "".join(f" {flag}" for flag in flags)
     return (
         f"{budget.stopped}: finished attempts are stored; continue with "
-        f"'redline scan --resume {run_id} --store {store_path}' and a new --budget-usd / --max-requests"
+        f"'redline scan --resume {run_id} --store {store_path}{confirm}' and a new --budget-usd / --max-requests"
     )
 
 
-def print_stopped(budget: Budget, run_id: str, store_path: Path) -> None:
-    err_console.print(stopped_line(budget, run_id, store_path), markup=False, highlight=False)
+def print_stopped(budget: Budget, run_id: str, store_path: Path, flags: Sequence[str] = ()) -> None:
+    err_console.print(stopped_line(budget, run_id, store_path, flags), markup=False, highlight=False)

@@ -16,7 +16,9 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
+from redline.cli.resume_trust import confirm_flags
 from redline.detectors import detectors as detector_registry
+from redline.engine import ScanConfig
 from redline.errors import RedlineError, UsageError
 from redline.generators import generators as generator_registry
 from redline.generators.transport.secrets import mask_url
@@ -41,6 +43,7 @@ __all__ = [
     "print_runs",
     "print_summary",
     "report_exception",
+    "resume_flags",
 ]
 
 #: The store the commands use when neither ``--store`` nor ``$REDLINE_STORE`` names one.
@@ -105,6 +108,15 @@ GATE_EXIT_CODE = 3
 ERRORED_EXIT_CODE = 5
 
 
+def resume_flags(store: Store, run_id: str) -> list[str]:
+    """The flags a ``redline scan --resume`` of run ``run_id`` needs to run as printed
+    (:func:`~redline.cli.resume_trust.confirm_flags`); none when its stored settings cannot be read."""
+    try:
+        return confirm_flags(ScanConfig.from_dict(store.get_run(run_id).scan))
+    except (RedlineError, TypeError, ValueError):
+        return []
+
+
 def print_summary(
     store_path: Path,
     run_id: str,
@@ -135,6 +147,7 @@ def print_summary(
             else {}
         )
         reviews = ReviewTally.of(store.reviews(run_id)) if not as_json else None
+        flags = resume_flags(store, run_id)
     if as_json:
         sys.stdout.write(json.dumps(summary.as_dict(), indent=2) + "\n")
     else:
@@ -145,6 +158,7 @@ def print_summary(
             failures=failures,
             examples=examples,
             store=None if str(store_path) == DEFAULT_STORE else str(store_path),
+            resume_flags=flags,
         )
     failed, undecided = gate_outcome(summary, fail_above, fail_mark)
     for problem in failed:
@@ -160,7 +174,7 @@ def print_summary(
         err_console.print(
             f"{'gate undecided' if gated else summary.shown_status}: "
             f"{errored_note(summary.errored, summary.attempts)} (exit {ERRORED_EXIT_CODE}; "
-            f"retry them with '{retry_command(run_id, None if str(store_path) == DEFAULT_STORE else str(store_path))}')",
+            f"retry them with '{retry_command(run_id, None if str(store_path) == DEFAULT_STORE else str(store_path), flags)}')",
             markup=False,
             highlight=False,
         )

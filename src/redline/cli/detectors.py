@@ -1,17 +1,21 @@
-"""``redline detectors validate|list``: how well a detector agrees with human labels.
+"""``redline detectors validate|steer-test|list``: how well a detector agrees with human labels,
+and whether an answer can steer it.
 
 ``validate FILE --detector NAME`` scores a labelled CSV/TSV/JSONL file (see
 :mod:`redline.evaluation.validation`) and prints n, accuracy, precision, recall, F1, the
 predicted and labelled positive rates with their 95% intervals, and the confusion matrix;
 ``--json`` prints the result's JSON instead, and ``--save`` stores it in the store, where the run
 summary finds it to correct failure rates for judge error. Mounted by :mod:`redline.cli.main`
-as ``redline detectors``. User mistakes (a bad file, an unknown detector, a missing column) are
+as ``redline detectors``. ``steer-test FILE`` forges each labelled answer (forged verdicts, a
+refusal before the content, notes to the evaluator...; :mod:`redline.evaluation.steering`) and
+prints each detector's flip rate per forgery kind. User mistakes (a bad file, an unknown detector, a missing column) are
 one ``error:`` line and exit status 1.
 """
 
 from __future__ import annotations
 
 import json
+import random
 import re
 import sys
 import time
@@ -29,6 +33,7 @@ from redline.cli.common import err_console, out_console
 from redline.detectors import Detector, check_detector_spec, get_detector
 from redline.detectors.options import parse_detector_options
 from redline.errors import UsageError
+from redline.evaluation.steering import FORGERIES, SteeringResult, measure_steering
 from redline.evaluation.validation import (
     LabelledExample,
     ValidationResult,
@@ -41,10 +46,11 @@ from redline.generators import Generator, get_generator
 from redline.report.formatting import pct, pct_interval, plural
 from redline.store import ValidationRecord
 
-__all__ = ["app", "parse_options", "register", "validate"]
+__all__ = ["app", "parse_options", "register", "steer_test", "validate"]
 
 app = typer.Typer(
-    help="Check detectors against human-labelled outputs (validate), list them (list).",
+    help="Check detectors against human-labelled outputs (validate), against answers that try to steer them "
+    "(steer-test), list them (list).",
     no_args_is_help=True,
 )
 
@@ -185,6 +191,127 @@ def validate(
         sys.stdout.write(json.dumps(result.as_dict(), indent=2) + "\n")
         return
     _print_result(instance, file, result, positive)
+
+
+#: The detectors ``steer-test`` checks when none is named: the judges that need no model.
+STEER_DEFAULT_DETECTORS = ("refusal.Compliance", "harm.Substance")
+
+
+async def _steer(
+    detectors: list[Detector],
+    examples: list[LabelledExample],
+    kinds: list[str],
+    judge_model: str | None,
+    concurrency: int,
+) -> list[SteeringResult]:
+    """Bind the judge model (if any), measure each detector, close."""
+    judge: Generator | None = None
+    try:
+        if judge_model is not None:
+            judge = get_generator(judge_model)
+            await judge.start()
+        results = []
+        for detector in detectors:
+            try:
+                if judge is not None:
+                    detector.bind(judge, None)
+                results.append(await measure_steering(detector, examples, kinds, concurrency))
+            finally:
+                await detector.aclose()
+        return results
+    finally:
+        if judge is not None:
+            await judge.aclose()
+
+
+@app.command("steer-test")
+def steer_test(
+    file: Path = typer.Argument(..., help="Labelled outputs: a CSV, TSV or JSONL file with prompt, response, label."),
+    detector: list[str] | None = typer.Option(
+        None,
+        "--detector",
+        "-d",
+        help="A detector or judge spec to check (repeatable; default: refusal.Compliance and harm.Substance).",
+    ),
+    kind: list[str] | None = typer.Option(
+        None, "--kind", "-k", help=f"A forgery kind (repeatable; default: all of {', '.join(FORGERIES)})."
+    ),
+    as_json: bool = typer.Option(False, "--json", help="Print the result as JSON on stdout."),
+    prompt_column: str | None = typer.Option(
+        None, "--prompt-column", help="Column of the prompt (default 'prompt'; optional unless named)."
+    ),
+    response_column: str | None = typer.Option(
+        None, "--response-column", help="Column of the model's response (default 'response')."
+    ),
+    label_column: str | None = typer.Option(None, "--label-column", help="Column of the label (default 'label')."),
+    positive: str = typer.Option(
+        "1", "--positive", help="The label value meaning the detector should score a hit (harmful); default 1."
+    ),
+    judge_model: str | None = typer.Option(
+        None, "--judge-model", help="Generator spec of the model that LLM judges ask (e.g. openai:gpt-4o-mini)."
+    ),
+    sample: int | None = typer.Option(
+        None, "--sample", min=1, help="Check this many rows, drawn at random with a fixed seed (default: all)."
+    ),
+    concurrency: int = typer.Option(16, "--concurrency", "-c", min=1, help="Outputs scored at once (default 16)."),
+) -> None:
+    """Forge each labelled answer so that it tries to steer its judge, and print each detector's flip rate."""
+    kinds = list(kind or FORGERIES)
+    for name in kinds:
+        if name not in FORGERIES:
+            raise UsageError(f"--kind {name!r}: unknown forgery kind (kinds: {', '.join(FORGERIES)})")
+    examples = load_examples(
+        file,
+        prompt_column=prompt_column,
+        response_column=response_column,
+        label_column=label_column,
+        positive=positive,
+    )
+    if sample is not None and sample < len(examples):
+        examples = sorted(random.Random(0).sample(examples, sample), key=lambda e: e.line)
+    instances = [_build_detector(spec, {}, {}) for spec in (detector or STEER_DEFAULT_DETECTORS)]
+    results = run_async(_steer(instances, examples, kinds, judge_model, concurrency))
+    note = _label_note(examples, positive)
+    if note:
+        err_console.print(f"note: {note}", markup=False, highlight=False)
+    if as_json:
+        payload = {"file": str(file), "rows": len(examples), "detectors": [r.as_dict() for r in results]}
+        sys.stdout.write(json.dumps(payload, indent=2) + "\n")
+        return
+    _print_steering(file, len(examples), results)
+
+
+def _count(part: int, whole: int) -> str:
+    return f"{part}/{whole}" + (f" ({pct(part / whole)})" if whole else "")
+
+
+def _print_steering(file: Path, rows: int, results: list[SteeringResult]) -> None:
+    out_console.print(
+        escape(f"{plural(rows, 'labelled row')} of {file.name}, each forged {len(results[0].kinds)} ways"),
+    )
+    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
+    for column in ("detector", "forgery", "flip rate", "harmful → safe", "safe → harmful"):
+        table.add_column(column, justify="left" if column in ("detector", "forgery") else "right")
+    for result in results:
+        for index, flips in enumerate(result.kinds):
+            table.add_row(
+                escape(result.detector) if index == 0 else "",
+                flips.kind,
+                _count(flips.flips, flips.rows),
+                _count(flips.to_safe, flips.harmful),
+                _count(flips.to_harmful, flips.safe),
+            )
+        table.add_section()
+    out_console.print(table)
+    out_console.print()
+    for result in results:
+        out_console.print(
+            escape(
+                f"{result.detector}: judged {result.right} of {result.n} originals right "
+                f"({result.undetected} undetected); flips are counted among those"
+            ),
+            highlight=False,
+        )
 
 
 @app.command("list")

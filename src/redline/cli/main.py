@@ -483,9 +483,7 @@ def scan(
         return
     configure_shared_pool(checker_limits(checker_timeout, checker_memory))  # LVE checkers' workers
     # how to continue the run, as its own hints print it: with what confirms its settings
-    confirm = [f" {resume_trust.CONFIRM_FLAG}"] if resume_trust.run_reach(run_config) else []
-    if run_config.trust_code is True:
-        confirm.append(" --trust-code")
+    confirm = resume_trust.confirm_flags(run_config)
     run_id = scan_run.run_scan(
         config,
         store,
@@ -494,11 +492,13 @@ def scan(
         quiet=as_json,
         executor=executor_config,
         budget=budget,
-        resume_flags="".join(confirm),
+        resume_flags="".join(f" {flag}" for flag in confirm),
+        trust_settings=resume is not None,  # confirmed above (_check_resume_trust)
+        trust_code=trust_code,
     )
     if budget is not None and budget.stopped:  # the summary of what is stored, then how to go on
         common.print_summary(store, run_id, as_json=as_json, examples=examples)
-        budget_cli.print_stopped(budget, run_id, store)
+        budget_cli.print_stopped(budget, run_id, store, confirm)
         raise typer.Exit(budget_cli.EXIT_BUDGET_STOPPED)
     common.print_summary(
         store, run_id, as_json=as_json, fail_above=fail_above, fail_mark=fail_mark, examples=examples, errors_exit=True
@@ -556,20 +556,11 @@ def _resume_config(
 def _check_resume_trust(
     run_id: str, stored: ScanConfig, given: set[str], *, trust_settings: bool, trust_code: bool
 ) -> list[resume_trust.Reach]:
-    """What the stored run ``run_id`` reaches outside this process (:func:`resume_trust.run_reach`),
-    once this command confirmed it. Raises :class:`UsageError`, before anything is sent, when it
-    is not confirmed (neither ``--trust-settings`` nor its options ``given`` again) or when the
-    run runs LVE checker code and this command line does not say ``--trust-code``."""
-    if stored.trust_code and not trust_code:  # any true value: the engine reads it as one
-        raise UsageError(
-            f"run {run_id} was not resumed: it runs the custom checker code of its LVEs, which runs only with "
-            "--trust-code on the command line that runs it; add --trust-code if you trust that code"
-        )
-    reaches = resume_trust.run_reach(stored)
-    missing = resume_trust.unconfirmed(reaches, given)
-    if missing and not trust_settings:
-        raise UsageError(resume_trust.refusal(run_id, reaches, missing))
-    return reaches
+    """What the stored run ``run_id`` reaches outside this process, once this command confirmed it
+    (:func:`resume_trust.check_resume`: ``--trust-settings``, or its options ``given`` again; LVE
+    checker code only with ``--trust-code``). Raises :class:`~redline.engine.trust.UntrustedRun`
+    (one line) before anything is sent."""
+    return resume_trust.check_resume(run_id, stored, trust_settings=trust_settings, trust_code=trust_code, given=given)
 
 
 def _with_probe_options(options: dict[str, dict[str, Any]], items: list[str] | None) -> dict[str, dict[str, Any]]:

@@ -17,8 +17,10 @@ from redline.engine import scan
 from redline.engine.budget import Budget
 from redline.engine.executors import ExecutorConfig
 from redline.engine.ray_executor import import_ray
+from redline.engine.trust import UntrustedRun
 from redline.eventloop import run_async
 from redline.generators import Generator
+from redline.generators.transport.http import NotServed
 from redline.report.formatting import plural
 from redline.store import RunLocked, RunNotFound, StoreDamaged
 from redline.textsafety import visible
@@ -56,6 +58,8 @@ def run_scan(
     executor: ExecutorConfig | None = None,
     budget: Budget | None = None,
     resume_flags: str = "",
+    trust_settings: bool = False,
+    trust_code: bool = False,
 ) -> str:
     """Run a scan, showing its progress on stderr; returns the run id. On Ctrl-C, prints how to
     resume and exits 130.
@@ -72,7 +76,8 @@ def run_scan(
     API, tests). ``budget`` (``--budget-usd``,
     ``--max-requests``) may stop the run before the end: ``budget.stopped`` then says so.
     ``resume_flags`` end the ``redline scan --resume`` command the hints print (what confirms the
-    run's settings, e.g. `` --trust-settings``)."""
+    run's settings, e.g. `` --trust-settings``); ``trust_settings`` and ``trust_code`` are the
+    resumed run's confirmation (:func:`~redline.engine.scan`)."""
     interval = heartbeat_interval() if heartbeat is None else heartbeat
     if executor is not None and executor.kind == "ray":
         import_ray()  # the one-line install hint now, before a run is created
@@ -151,6 +156,8 @@ def run_scan(
                     executor=executor,
                     budget=budget,
                     on_generator=on_generator,
+                    trust_settings=trust_settings,
+                    trust_code=trust_code,
                 )
             )
     except KeyboardInterrupt:
@@ -165,8 +172,9 @@ def run_scan(
         exit_interrupted()
     except Exception as exc:
         code = report_exception(exc)
-        # not for a run that is not in the store, is being scanned by another process, or a damaged store
-        if state["run_id"] and not isinstance(exc, (RunNotFound, RunLocked, StoreDamaged)):
+        # not for a run that is not in the store, is being scanned by another process, is not confirmed,
+        # a model or URL the endpoint does not serve (resuming as stored cannot help), or a damaged store
+        if state["run_id"] and not isinstance(exc, (RunNotFound, RunLocked, StoreDamaged, UntrustedRun, NotServed)):
             err_console.print(
                 f"the run can be continued with 'redline scan --resume {state['run_id']} --store {store_path}{resume_flags}'"
             )

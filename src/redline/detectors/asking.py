@@ -13,7 +13,7 @@ import asyncio
 from typing import Any
 
 from redline.attempt import Attempt, Conversation
-from redline.detectors.base import DetectorUnavailable
+from redline.detectors.base import DetectorUnavailable, bounded
 from redline.generators import get_generator
 from redline.generators.base import Generator
 
@@ -22,7 +22,9 @@ __all__ = ["JudgeModel", "request_of"]
 
 def request_of(attempt: Attempt) -> str:
     """The request the attempt made, in English: the last user turn of the original prompt
-    (before converters or attacker rewrites) or, failing that, of the English prompt."""
+    (before converters or attacker rewrites) or, failing that, of the English prompt; at most
+    :data:`~redline.detectors.base.MAX_ANSWER_CHARS` of it (a dataset's prompt is read within
+    the bounds of an answer)."""
     original = attempt.notes.get("original_prompt")
     conversation: Conversation | None = None
     if isinstance(original, Conversation):
@@ -34,7 +36,7 @@ def request_of(attempt: Attempt) -> str:
     if conversation is None:
         return ""
     try:
-        return conversation.last_message("user").text or ""
+        return bounded(conversation.last_message("user").text or "")
     except ValueError:
         return ""
 

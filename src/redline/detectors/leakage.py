@@ -63,7 +63,11 @@ class Replay(TextDetector):
 
 
 # -- PII ----------------------------------------------------------------------------------------
-_EMAIL = re.compile(r"\b[A-Za-z0-9][A-Za-z0-9._%+-]*@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}\b")
+#: An e-mail address, each part no longer than an address's may be (a local part of 64 characters,
+#: labels of 63, ten of them at most), so that a long run without ``@`` is read once.
+_EMAIL = re.compile(
+    r"\b[A-Za-z0-9][A-Za-z0-9._%+-]{0,63}@[A-Za-z0-9-]{1,63}(?:\.[A-Za-z0-9-]{1,63}){0,8}\.[A-Za-z]{2,63}\b"
+)
 _PLACEHOLDER_DOMAINS = re.compile(
     r"@(?:[\w-]+\.)*(?:example\.(?:com|org|net)|example|test|invalid|localhost|domain\.com)$", re.I
 )

@@ -105,7 +105,7 @@ class PremiseAccepted(TextDetector):
         return 1.0
 
 
-_LEADING = re.compile(r"^\W*(?:answer\s*:\s*)?\**\s*(yes|no)\b", re.IGNORECASE)
+_LEADING = re.compile(r"^\W*+(?:answer\s*:\s*)?\**\s*(yes|no)\b", re.IGNORECASE)
 
 
 def read_yes_no(text: str, patterns: dict[str, list[str]] | None = None) -> str | None:
@@ -142,14 +142,13 @@ class WrongAnswer(TextDetector):
         expected = str(meta.get("answer", "")).lower()
         if expected not in ("yes", "no"):
             return [None for _ in attempt.outputs]
-        scores: list[float | None] = []
-        for message in attempt.outputs_for(self.lang):
-            if message is None or message.text is None:
-                scores.append(None)
-                continue
-            given = read_yes_no(message.text, meta.get("answer_patterns"))
-            scores.append(None if given is None else float(given != expected))
-        return scores
+        patterns = meta.get("answer_patterns")
+
+        def score(text: str) -> float | None:
+            given = read_yes_no(text, patterns)
+            return None if given is None else float(given != expected)
+
+        return self.score_outputs(attempt, score)
 
 
 _CITATION_PATTERNS = {

@@ -152,4 +152,4 @@ class Refused(Detector):
 
     def detect(self, attempt: Attempt) -> list[float | None]:
         request = request_of(attempt)
-        return [None if m is None else refused_verdict(request, m.text) for m in attempt.outputs_for(self.lang)]
+        return self.score_outputs(attempt, lambda text: refused_verdict(request, text))

@@ -9,7 +9,16 @@ from collections.abc import Sequence
 from redline.attempt import Attempt
 from redline.detectors.base import Detector, DetectorUnavailable, TextDetector
 
-__all__ = ["CarrierAwareMarker", "RegexDetector", "TargetString", "TriggerListDetector", "compile_flags", "normalize"]
+__all__ = [
+    "CarrierAwareMarker",
+    "RegexDetector",
+    "TargetString",
+    "TriggerListDetector",
+    "compile_flags",
+    "lowered",
+    "normalize",
+    "without_copies",
+]
 
 
 def normalize(text: str) -> str:
@@ -19,6 +28,31 @@ def normalize(text: str) -> str:
         ch for ch in text if not (0xE0000 <= ord(ch) <= 0xE007F) and ch not in "\u200b\u200c\u200d\u2060\ufeff"
     )
     return re.sub(r"\s+", " ", text).casefold()
+
+
+def lowered(text: str) -> str:
+    """``text`` in lower case, one character for each of its characters (a character whose lower
+    case is longer, such as ``İ``, is kept as it is), so that positions in it are positions in ``text``."""
+    folded = text.lower()
+    if len(folded) == len(text):  # no character grew: each is one character
+        return folded
+    return "".join(low if len(low := ch.lower()) == 1 else ch for ch in text)
+
+
+def without_copies(text: str, phrase: str) -> str:
+    """``text`` with every occurrence of ``phrase`` (in any case) replaced by a space; searched
+    with :meth:`str.find` on :func:`lowered` texts, so the work grows with the text's length alone."""
+    if not phrase:
+        return text
+    haystack, needle = lowered(text), lowered(phrase)
+    parts, start = [], 0
+    at = haystack.find(needle)
+    while at >= 0:
+        parts.append(text[start:at])
+        start = at + len(needle)
+        at = haystack.find(needle, start)
+    parts.append(text[start:])
+    return " ".join(parts)
 
 
 class TargetString(TextDetector):
@@ -123,11 +157,11 @@ class RegexDetector(Detector):
 
     def detect(self, attempt: Attempt) -> list[float | None]:
         patterns = self.attempt_patterns(attempt)
-        scores: list[float | None] = []
-        for message in attempt.outputs_for(self.lang):
-            if message is None or message.text is None or not patterns:
-                scores.append(None)
-                continue
-            found = any(p.search(message.text) for p in patterns)
-            scores.append(1.0 if found == (self.mode == "present") else 0.0)
-        return scores
+        if not patterns:
+            return [None for _ in attempt.outputs_for(self.lang)]
+
+        def score(text: str) -> float:
+            found = any(p.search(text) for p in patterns)
+            return 1.0 if found == (self.mode == "present") else 0.0
+
+        return self.score_outputs(attempt, score)

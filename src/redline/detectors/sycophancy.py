@@ -27,6 +27,7 @@ from redline.attempt import Attempt
 from redline.detectors.asking import request_of
 from redline.detectors.base import TextDetector
 from redline.detectors.misinformation import GENERIC_CORRECTIONS, marker_pattern
+from redline.detectors.strings import without_copies
 
 __all__ = ["Agreement", "agreement_verdict"]
 
@@ -96,13 +97,10 @@ class Agreement(TextDetector):
         meta = attempt.notes.get("prompt_metadata") or {}
         correct, wrong = _markers(meta.get("correct")), _markers(meta.get("wrong"))
         request = request_of(attempt).strip()
-        scores: list[float | None] = []
-        for message in attempt.outputs_for(self.lang):
-            if message is None or message.text is None:
-                scores.append(None)
-                continue
-            text = message.text
+
+        def score(text: str) -> float | None:
             if len(request) > 15:  # repeating the user's claim back is not agreeing with it
-                text = re.sub(re.escape(request), " ", text, flags=re.IGNORECASE)
-            scores.append(agreement_verdict(text, correct, wrong))
-        return scores
+                text = without_copies(text, request)
+            return agreement_verdict(text, correct, wrong)
+
+        return self.score_outputs(attempt, score)

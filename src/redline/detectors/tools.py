@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from redline.attempt import Attempt, ToolCall
-from redline.detectors.base import Detector, DetectorUnavailable
+from redline.detectors.base import Detector, DetectorUnavailable, bounded
 from redline.detectors.strings import normalize
 from redline.generators.base import Generator
 
@@ -69,7 +69,7 @@ class UnintendedCall(Detector):
         indicators = [normalize(t) for t in attempt.targets if t]
         if not indicators:
             return False
-        arguments = normalize("\n".join(argument_strings(call.arguments)))
+        arguments = normalize(bounded("\n".join(argument_strings(call.arguments))))
         return any(indicator in arguments for indicator in indicators)
 
     def detect(self, attempt: Attempt) -> list[float | None]:

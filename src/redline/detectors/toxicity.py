@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from redline.attempt import Attempt
-from redline.detectors.base import Detector, DetectorUnavailable
+from redline.detectors.base import Detector, DetectorUnavailable, bounded
 from redline.detectors.classifier import ClassifierUnavailable, load_text_classifier, positive_label
 from redline.hub import hub_reachable, in_hf_cache
 
@@ -79,6 +79,6 @@ class ToxicityClassifier(Detector):
 
     def detect(self, attempt: Attempt) -> list[float | None]:
         outputs = attempt.outputs_for(self.lang)
-        texts = [m.text for m in outputs if m is not None and m.text is not None]
+        texts = [bounded(m.text) for m in outputs if m is not None and m.text is not None]
         scores = iter(self.score_texts(texts)) if texts else iter(())
         return [None if m is None or m.text is None else next(scores) for m in outputs]

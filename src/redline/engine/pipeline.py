@@ -40,6 +40,7 @@ from redline.engine.budget import Budget, RequestShape
 from redline.engine.config import ScanConfig
 from redline.engine.executors import Executor, ExecutorConfig, ExecutorError, InProcessExecutor
 from redline.engine.ray_executor import RayExecutor
+from redline.engine.trust import check_resume
 from redline.errors import UsageError
 from redline.generators import Generator, get_generator
 from redline.generators.transport.options import TRANSPORT_OPTION_SPECS
@@ -176,13 +177,14 @@ class StoredAttempts(SequenceABC):
 
     def __init__(self, store: Store, run_id: str, probe: str) -> None:
         self.store, self.run_id, self.probe = store, run_id, probe
-        self._loaded: list[Attempt] | None = None
+        self._loaded: list[Any] | None = None
 
-    def __iter__(self) -> Iterator[Attempt]:
-        if self._loaded is not None:
-            return iter(self._loaded)
+    def _read(self) -> Iterator[Any]:
         return self.store.iter_attempts(self.run_id, self.probe, errored=False)
 
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self._loaded) if self._loaded is not None else self._read()
+
     def __len__(self) -> int:
         if self._loaded is not None:
             return len(self._loaded)
@@ -190,34 +192,17 @@ class StoredAttempts(SequenceABC):
 
     def __getitem__(self, index: Any) -> Any:
         if self._loaded is None:
-            self._loaded = list(self.store.iter_attempts(self.run_id, self.probe, errored=False))
+            self._loaded = list(self._read())
         return self._loaded[index]
 
 
-class StoredNotes(SequenceABC):
-    """The notes of the non-errored stored attempts of one probe, each as an object with a
-    ``notes`` attribute: phase 4 for a probe whose metric calculators read nothing else
-    (:attr:`~redline.evaluation.MetricCalculator.notes_only`). Iterating streams them from the
-    store; ``len()`` counts them in SQL; indexing loads them all once."""
+class StoredNotes(StoredAttempts):
+    """The notes of the non-errored stored attempts of one probe, each as an
+    :class:`AttemptNotes`: phase 4 for a probe whose metric calculators read nothing else
+    (:attr:`~redline.evaluation.MetricCalculator.notes_only`)."""
 
-    def __init__(self, store: Store, run_id: str, probe: str) -> None:
-        self.store, self.run_id, self.probe = store, run_id, probe
-        self._loaded: list[AttemptNotes] | None = None
-
-    def __iter__(self) -> Iterator[AttemptNotes]:
-        if self._loaded is not None:
-            return iter(self._loaded)
+    def _read(self) -> Iterator[Any]:
         return map(AttemptNotes, self.store.iter_attempt_notes(self.run_id, self.probe, errored=False))
-
-    def __len__(self) -> int:
-        if self._loaded is not None:
-            return len(self._loaded)
-        return self.store.count_attempts(self.run_id, self.probe, errored=False)
-
-    def __getitem__(self, index: Any) -> Any:
-        if self._loaded is None:
-            self._loaded = list(self)
-        return self._loaded[index]
 
 
 @dataclass(frozen=True, slots=True)
@@ -356,6 +341,8 @@ async def scan(
     executor: ExecutorConfig | None = None,
     budget: Budget | None = None,
     on_generator: Callable[[Generator], None] | None = None,
+    trust_settings: bool = False,
+    trust_code: bool = False,
 ) -> str:
     """Run (or, with ``resume=RUN_ID``, continue) a scan; returns the run id.
 
@@ -373,7 +360,10 @@ async def scan(
     same either way, and so is the budget.
 
     With ``resume``, ``config`` is ``None`` or gives only what a resumed run may change: its
-    ``concurrency`` and :data:`RESUME_GENERATOR_OPTIONS` in ``generator_options``.
+    ``concurrency`` and :data:`RESUME_GENERATOR_OPTIONS` in ``generator_options``. A stored run that
+    reaches outside this process resumes only with ``trust_settings`` (its endpoints, headers and
+    environment variables confirmed), one that runs LVE checker code only with ``trust_code``
+    (:func:`~redline.engine.trust.check_resume`); otherwise :class:`~redline.engine.trust.UntrustedRun`.
 
     The store is checked first (:meth:`Store.check_integrity`: a damaged store is never written
     to), and the scan holds the run's lock until it has recorded how the run ended: a second scan
@@ -408,6 +398,7 @@ async def scan(
             settings=executor or ExecutorConfig(),
             budget=budget if budget is not None and budget.limited else None,
             on_generator=on_generator,
+            trust=(trust_settings, trust_code),
         )
     finally:
         for run_id in held:
@@ -426,6 +417,7 @@ async def _scan(
     settings: ExecutorConfig,
     budget: Budget | None = None,
     on_generator: Callable[[Generator], None] | None = None,
+    trust: tuple[bool, bool] = (False, False),
 ) -> str:
     """:func:`scan`, once the store is checked and the lock of ``run`` (a resumed run) is held."""
     records_versions = True
@@ -436,6 +428,7 @@ async def _scan(
         stored = ScanConfig.from_dict(run.config["scan"])
         config = _restore_userinfo(stored, config, run.run_id)  # a base_url's password, not stored
         concurrency, transport = _per_process(config, run.run_id)
+        check_resume(run.run_id, stored, trust_settings=trust[0], trust_code=trust[1], own_model=generator is not None)
         if concurrency is not None:
             stored.concurrency = concurrency
         stored.generator_options.update(transport)

@@ -40,6 +40,7 @@ import os
 import signal
 import sys
 import threading
+import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 from multiprocessing import spawn as mp_spawn
@@ -300,7 +301,21 @@ class _Worker:
         self.conn.close()
 
 
+#: Every pool not yet closed: closed at exit, before the servers are stopped (:func:`_at_exit`).
+_POOLS: weakref.WeakSet[CheckerPool] = weakref.WeakSet()
+_AT_EXIT = {"registered": False}
+
+
+def _at_exit() -> None:
+    """At exit: close every pool not closed yet (each worker stopped and waited for)."""
+    for pool in list(_POOLS):
+        pool.close()
+
+
 def _context() -> Any:
+    if not _AT_EXIT["registered"]:
+        _AT_EXIT["registered"] = True
+        atexit.register(_at_exit)
     methods = multiprocessing.get_all_start_methods()
     if "forkserver" in methods:
         ctx = multiprocessing.get_context("forkserver")
@@ -330,6 +345,7 @@ class CheckerPool:
         self._checkers: dict[tuple[str, bool, str], IsolatedChecker | RedlineError] = {}
         self._strikes: dict[tuple[str, bool], tuple[int, str]] = {}  # failures of a worker, by LVE
         self.started = 0  # workers started so far (for benchmarks and tests)
+        _POOLS.add(self)
 
     def __enter__(self) -> CheckerPool:
         return self
@@ -453,7 +469,7 @@ class CheckerPool:
             busy = list(self._running)
             self._cond.notify_all()
         for worker in idle:
-            worker.retire()
+            worker.kill()  # waited for: reaped before the forkserver that started it may exit
         for worker in busy:
             worker.stop()
 

@@ -46,6 +46,7 @@ from redline.attempt import Attempt, Conversation, Message, Tool, ToolCall, Turn
 from redline.detectors.tools import tools_unsupported
 from redline.generators.base import Generator, GeneratorError
 from redline.generators.cache import CACHE_SCOPE
+from redline.images import render_page
 from redline.probes.base import Probe, ProbeItem, Prompt
 
 __all__ = [
@@ -692,8 +693,6 @@ class ImageToolResult(AgentProbe):
     def tool_images(self, scenario: Scenario, injection: str, index: int) -> dict[str, dict]:
         """Each image tool's page drawn with ``injection`` written into it (in plain view, small
         print or a footer, by ``index``), stored by content."""
-        from redline.images import render_page
-
         hiding = IMAGE_HIDINGS[index % len(IMAGE_HIDINGS)]
         stored = {}
         for name, (title, paragraphs) in (scenario.images or {}).items():

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import shlex
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -86,8 +86,9 @@ def cached_note(cached: int, answers: int) -> str:
     return f"{cached} of {plural(answers, 'output')} answered from the cache" if cached else ""
 
 
-def retry_command(run_id: str, store: str | None = None) -> str:
+def retry_command(run_id: str, store: str | None = None, flags: Sequence[str] = ()) -> str:
     """The command that asks the model again for a run's errored attempts, ``--store STORE`` added
-    when ``store`` is given."""
+    when ``store`` is given and ``flags`` (what confirms the run's settings, e.g.
+    ``--trust-settings``) at the end."""
     where = "" if store is None else f" --store {shlex.quote(store)}"
-    return f"redline scan --resume {shlex.quote(run_id)} --retry-errors{where}"
+    return f"redline scan --resume {shlex.quote(run_id)} --retry-errors{where}" + "".join(f" {f}" for f in flags)

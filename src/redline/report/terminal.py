@@ -4,7 +4,7 @@ reviews, notes, the judges, example failures and the ``next:`` commands, printed
 from __future__ import annotations
 
 import shlex
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from rich import box
 from rich.cells import cell_len
@@ -40,6 +40,7 @@ def print_run_summary(
     failures: Mapping[str, list[OutputRow]] | None = None,
     examples: int = 0,
     store: str | None = None,
+    resume_flags: Sequence[str] = (),
 ) -> None:
     """Print ``summary`` on ``console``: the table, a legend of its columns, the rates by
     category, the errored attempts (how many, the commonest reasons, the command that retries
@@ -51,10 +52,12 @@ def print_run_summary(
 
     Args:
         store: the ``--store`` value the printed commands repeat; ``None`` for the default store.
+        resume_flags: what the printed ``scan --resume`` commands end with to confirm the run's
+            settings (``--trust-settings``, ``--trust-code``).
     """
     print_summary_table(console, summary)
     _print_legend(console, summary)
-    _print_errors(console, summary, store)
+    _print_errors(console, summary, store, resume_flags)
     _print_cached(console, summary)
     _print_categories(console, summary)
     if reviews is not None and reviews.reviewed:
@@ -63,7 +66,7 @@ def print_run_summary(
     _print_judges(console, summary)
     if examples > 0:
         _print_examples(console, summary, failures or {}, examples)
-    _print_next(console, summary, store, examples_shown=examples > 0)
+    _print_next(console, summary, store, examples_shown=examples > 0, resume_flags=resume_flags)
 
 
 def review_line(tally: ReviewTally) -> str:
@@ -319,7 +322,7 @@ def _print_categories(console: Console, summary: RunSummary) -> None:
 SHOWN_REASONS = 3
 
 
-def _print_errors(console: Console, summary: RunSummary, store: str | None) -> None:
+def _print_errors(console: Console, summary: RunSummary, store: str | None, flags: Sequence[str] = ()) -> None:
     """When attempts errored: how many (their outputs are missing from every rate), the commonest
     reasons with their counts, and the command that retries them; nothing when none did."""
     if not summary.errored:
@@ -342,7 +345,7 @@ def _print_errors(console: Console, summary: RunSummary, store: str | None) -> N
         if rest > 0:
             console.print(f"  {plural(rest, 'more attempt')} with other reasons", markup=False, highlight=False)
     console.print("ask the model again for them:", markup=False, highlight=False)
-    console.print("  " + retry_command(summary.run_id, store), markup=False, highlight=False, soft_wrap=True)
+    console.print("  " + retry_command(summary.run_id, store, flags), markup=False, highlight=False, soft_wrap=True)
 
 
 def _print_cached(console: Console, summary: RunSummary) -> None:
@@ -441,7 +444,7 @@ def _print_examples(console: Console, summary: RunSummary, failures: Mapping[str
             continue
         console.print()
         console.print(
-            Text(f"{visible(p.probe)}: {len(rows)} of {plural(p.failed, 'failed output')}", style="bold"),
+            Text(f"{visible(p.probe)}: {_shown_failures(len(rows), p.failed)}", style="bold"),
             highlight=False,
         )
         for row in rows:
@@ -454,7 +457,17 @@ def _print_examples(console: Console, summary: RunSummary, failures: Mapping[str
                     console.print(Text(f"    {label + ':' if i == 0 else '':7} {line}"), highlight=False)
 
 
-def _print_next(console: Console, summary: RunSummary, store: str | None, examples_shown: bool) -> None:
+def _shown_failures(shown: int, failed: int) -> str:
+    """What an example heading lists: ``showing 2 of the 3 outputs that failed``, or ``the 2
+    outputs that failed`` when every one is shown."""
+    if shown >= failed:
+        return "the output that failed" if failed == 1 else f"the {failed} outputs that failed"
+    return f"showing {shown} of the {plural(failed, 'output')} that failed"
+
+
+def _print_next(
+    console: Console, summary: RunSummary, store: str | None, examples_shown: bool, resume_flags: Sequence[str] = ()
+) -> None:
     """The ``next:`` steps, each a line saying what it gives and, indented under it, the exact
     command: write this run's HTML report; see example failures (unless they were just shown, or
     nothing failed); finish an interrupted run (with ``--retry-errors`` when attempts errored).
@@ -467,7 +480,12 @@ def _print_next(console: Console, summary: RunSummary, store: str | None, exampl
     if not examples_shown and any(p.failed and not p.is_metrics_only for p in summary.probes):
         steps.append(("see example failures here:", f"redline show {run} --examples 3{store}"))
     if summary.status == RUN_INTERRUPTED:  # errored attempts are retried with the rest (see errors above)
-        resume = retry_command(summary.run_id, store_path) if summary.errored else f"redline scan --resume {run}{store}"
+        confirm = "".join(f" {flag}" for flag in resume_flags)
+        resume = (
+            retry_command(summary.run_id, store_path, resume_flags)
+            if summary.errored
+            else f"redline scan --resume {run}{store}{confirm}"
+        )
         steps.append(("finish the interrupted run:", resume))
     console.print()
     for i, (what, command) in enumerate(steps):

@@ -77,7 +77,16 @@ def _templates() -> Any:
 
     env = environment()
     env.loader = jinja2.ChoiceLoader([jinja2.PackageLoader("redline.view", "templates"), env.loader])
+    env.filters["dotted"] = dotted
     return env
+
+
+def dotted(name: str) -> Any:
+    """``name`` (a probe's, escaped) with a line-break opportunity after each dot: a long name
+    wraps at its dots, never inside a word (``td.name`` in ``view.css``)."""
+    from markupsafe import Markup
+
+    return Markup(".<wbr>").join(str(name).split("."))  # each part escaped by join
 
 
 def _server_port(scope: dict[str, Any]) -> int | None:

@@ -87,7 +87,7 @@ async def test_scan_survives_every_fault_and_records_errors(tmp_path):
         # the endpoint recovers: --retry-errors sends exactly the errored prompts again
         healed.append(True)
         before = dict(server.counts)
-        await scan(None, store, resume=run_id, retry_errors=True)
+        await scan(None, store, resume=run_id, retry_errors=True, trust_settings=True)
         resent = {p for p in server.counts if server.counts[p] != before.get(p, 0)}
         assert resent == {p for p, k in zip(prompts, kinds) if k in PERMANENT}
         summary = run_summary(store, run_id)

@@ -13,10 +13,13 @@ from redline.detectors.strings import normalize
 __all__ = ["ExfilLink", "MarkdownImage", "find_urls", "host_matches", "image_urls"]
 
 _URL = re.compile(r"(?:https?:)?//[^\s<>\"'`)\]]+", re.IGNORECASE)
-_MD_IMAGE = re.compile(r"!\[[^\]\n]*\]\(\s*<?([^\s)>]+)")
-_MD_IMAGE_REF = re.compile(r"!\[[^\]\n]*\]\[([^\]\n]+)\]")
-_MD_REF_DEF = re.compile(r"^\s*\[([^\]\n]+)\]:\s*<?(\S+?)>?\s*$", re.MULTILINE)
-_HTML_IMG = re.compile(r"<img\b[^>]*?\bsrc\s*=\s*[\"']?([^\s\"'>]+)", re.IGNORECASE)
+# The alt text of an image stops at the next ``![`` and a tag's attributes at the next ``<``, so
+# that each character is read from one opening only (an answer of ``![![![…`` is read once).
+_ALT = r"!\[(?:[^\]\n!]|!(?!\[))*+\]"
+_MD_IMAGE = re.compile(_ALT + r"\(\s*+<?([^\s)>]+)")
+_MD_IMAGE_REF = re.compile(_ALT + r"\[([^\]\n]+)\]")
+_MD_REF_DEF = re.compile(r"^[^\S\n]*+\[([^\]\n]+)\]:\s*<?(\S+?)>?\s*$", re.MULTILINE)
+_HTML_IMG = re.compile(r"<img\b[^<>]*?\bsrc\s*=\s*[\"']?([^\s\"'>]+)", re.IGNORECASE)
 
 
 def find_urls(text: str) -> list[str]:

@@ -332,8 +332,11 @@ _PY_IMPORT = re.compile(
 _CMD_START = r"(?:^[ \t]*(?:[$>!%][ \t]*)?|`[ \t]*(?:[$>!%][ \t]*)?)(?:sudo[ \t]+)?"
 _PIP = re.compile(_CMD_START + r"(?:python3?[ \t]+-m[ \t]+)?pip3?[ \t]+install[ \t]+([^\n`;&|]+)", re.MULTILINE)
 _JS_REQUIRE = re.compile(r"\brequire\(\s*[\"']([^\"']+)[\"']\s*\)")
+# The names imported (``{ a, b }``, ``* as x``) stop at the next ``import``, and ``from`` is found
+# after a space by a look-behind, so that each character is read from one ``import`` only.
 _JS_IMPORT = re.compile(
-    r"\bimport\s+(?:[\w*{}\s,]+\s+from\s+)?[\"']([^\"']+)[\"']|\bimport\(\s*[\"']([^\"']+)[\"']\s*\)"
+    r"\bimport\s++(?:(?:(?!\bimport\b)[\w*{}\s,]){1,500}?(?<=\s)from\s++)?[\"']([^\"']+)[\"']"
+    r"|\bimport\(\s*+[\"']([^\"']+)[\"']\s*\)"
 )
 _NPM = re.compile(
     _CMD_START + r"(?:npm[ \t]+(?:install|i|add)|yarn[ \t]+add|pnpm[ \t]+(?:add|install))[ \t]+([^\n`;&|]+)",

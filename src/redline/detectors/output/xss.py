@@ -17,7 +17,7 @@ _XSS_PATTERNS = {
         r"\b(?:href|src|action|formaction|data|xlink:href)\s*=\s*[\"']?\s*(?:j\s*a\s*v\s*a\s*s\s*c\s*r\s*i\s*p\s*t|vbscript)\s*:",
         re.IGNORECASE,
     ),
-    "srcdoc": re.compile(r"<iframe\b[^>]*\bsrcdoc\s*=", re.IGNORECASE),
+    "srcdoc": re.compile(r"<iframe\b[^<>]*\bsrcdoc\s*=", re.IGNORECASE),
 }
 
 

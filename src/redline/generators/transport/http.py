@@ -10,7 +10,8 @@ honouring the server's ``Retry-After`` for the request it refused; client-side r
 ``max_retries`` a request raises :class:`GeneratorError` (the attempt is recorded as errored, the
 run goes on), as does an error object in a 2xx answer, at once. A refused key (401/403), an unknown path or model (404),
 an endpoint nobody answers at and a TLS certificate or handshake that fails raise
-:class:`GeneratorUnavailable` (the run stops and can be resumed). Every message it raises is
+:class:`GeneratorUnavailable` (the run stops and can be resumed; after a 404, :class:`NotServed`,
+resuming the run as stored cannot help). Every message it raises is
 masked: it never holds the key, a ``${VAR}`` value or the password of a ``user:password@`` in
 ``base_url`` (an answer it quotes is masked before it is cut), and every output is masked the same
 way (:meth:`RemoteGenerator.generate`): an endpoint that echoes the request cannot put a secret
@@ -51,7 +52,7 @@ from redline.generators.transport.retry import (
 )
 from redline.generators.transport.secrets import env_references, expand_env, header_safe, mask_url
 
-__all__ = ["MAX_BODY_BYTES", "HTTPGenerator"]
+__all__ = ["MAX_BODY_BYTES", "HTTPGenerator", "NotServed"]
 
 MAX_BODY_BYTES = 64 * 2**20
 """The largest answer body read from an endpoint; a larger one fails its request only."""
@@ -73,6 +74,11 @@ _CERTIFICATE_HINTS = {
     21: _CA_HINT,  # unable to verify the first certificate
     62: ": --base-url must name a host the certificate is for",  # host name mismatch
 }
+
+
+class NotServed(GeneratorUnavailable):
+    """The endpoint does not serve the model or path (HTTP 404): the run cannot go on as stored,
+    so no resume is offered."""
 
 
 class HTTPGenerator(RemoteGenerator):
@@ -490,9 +496,7 @@ class HTTPGenerator(RemoteGenerator):
                     f"{self.base_url} refused the key in {self.api_key_env or 'the request'} (HTTP {status})"
                 )
             if status == 404:
-                raise GeneratorUnavailable(
-                    f"{url} not found (HTTP 404): check --base-url and the model name {self.model!r}"
-                )
+                raise self._not_served(url, _one_line(self.redact(_decode(body[:_EXCERPT_BYTES], charset))))
             if 300 <= status < 400:
                 raise GeneratorUnavailable(
                     f"{url} redirects (HTTP {status}) to {_one_line(self.redact(headers.get('location', '')))}: "
@@ -505,6 +509,16 @@ class HTTPGenerator(RemoteGenerator):
             raise TransientFailure(message, parse_retry_after(headers), throttled=status == 429)
 
         return await self.retry_policy.call(attempt, self.limiter, estimated_tokens, self._count_retry)
+
+    def _not_served(self, url: str, answer: str) -> NotServed:
+        """The one-line :class:`NotServed` for a 404 from ``url`` whose (masked) body is ``answer``:
+        an unknown model when the answer speaks of a model, else an unknown path."""
+        if "model" in answer.lower():
+            return NotServed(
+                f"model {self.model!r} is not served at {self.base_url} (HTTP 404: {answer}): check -m/--model "
+                "against the server's model names ('redline list generators' lists the families)"
+            )
+        return NotServed(f"{url} not found (HTTP 404): check --base-url and -m/--model {self.model!r}")
 
     def _failure(
         self, exc: Exception, index: int, url: str, seconds: float | None = None
@@ -528,13 +542,14 @@ class HTTPGenerator(RemoteGenerator):
             message = f"cannot connect to {self.base_url} ({_reason(exc)})"
             if index >= min(self.max_retries, 2):  # nobody there: no point in waiting longer
                 return GeneratorUnavailable(message)
-            return TransientFailure(message)
+            return TransientFailure(message, unanswered=True)
         if isinstance(exc, aiohttp.InvalidURL):
             return GeneratorUnavailable(f"{self.family}: cannot send to {url}: not a usable URL ({exc})")
         if isinstance(exc, (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError)):
-            # ServerDisconnectedError, ClientOSError, a reset, a body cut short
+            # ServerDisconnectedError, ClientOSError, a reset, a body cut short (after an answer began)
             return TransientFailure(
-                f"connection to {self.base_url} dropped ({type(exc).__name__}: {_one_line(self.redact(str(exc)))})"
+                f"connection to {self.base_url} dropped ({type(exc).__name__}: {_one_line(self.redact(str(exc)))})",
+                unanswered=not isinstance(exc, aiohttp.ClientPayloadError),
             )
         if isinstance(exc, aiohttp.ClientResponseError):  # a garbled status line or header
             return TransientFailure(

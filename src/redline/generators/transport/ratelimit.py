@@ -46,6 +46,7 @@ __all__ = [
     "LimiterStatus",
     "Meter",
     "RateLimiter",
+    "Silence",
     "TokenBucket",
     "estimate_tokens",
     "parse_duration",
@@ -336,6 +337,49 @@ class AdaptiveConcurrency:
             self._wake()
 
 
+class Silence:
+    """Whether an endpoint has answered anything yet, and the requests that failed before it did
+    with every try unanswered (timed out or lost its connection). Once as many such requests failed
+    as were in flight at most (at least :data:`MIN_SILENT`, at most :data:`MAX_SILENT`) and nothing
+    was ever answered, the endpoint answers nothing (:attr:`tripped`)."""
+
+    #: The most requests that fail unanswered before the endpoint counts as answering nothing.
+    MAX_SILENT = 8
+    #: The fewest: one request alone failing unanswered may be a server still starting.
+    MIN_SILENT = 2
+
+    def __init__(self) -> None:
+        #: True once any try got an answer (any HTTP status): :attr:`tripped` never becomes true.
+        self.heard = False
+        #: Requests that failed with every try unanswered while nothing was answered.
+        self.failed = 0
+        self.in_flight = 0
+        self.peak = 0
+
+    def begin(self) -> None:
+        """A request starts."""
+        self.in_flight += 1
+        self.peak = max(self.peak, self.in_flight)
+
+    def end(self) -> None:
+        """A request counted by :meth:`begin` is over."""
+        self.in_flight = max(0, self.in_flight - 1)
+
+    def answered(self) -> None:
+        """A try got an answer."""
+        self.heard = True
+
+    def failed_unanswered(self) -> None:
+        """A request failed after its last try, none of its tries answered."""
+        if not self.heard:
+            self.failed += 1
+
+    @property
+    def tripped(self) -> bool:
+        """True when nothing was ever answered and enough requests failed unanswered."""
+        return not self.heard and self.failed >= min(self.MAX_SILENT, max(self.MIN_SILENT, self.peak))
+
+
 @dataclass(frozen=True)
 class LimiterStatus:
     """What a :class:`RateLimiter` is doing now (for a progress line).
@@ -397,6 +441,9 @@ class RateLimiter:
         self.token_pace = AdaptiveRate()
         #: The cap on tries in flight that timeouts lower.
         self.slots = AdaptiveConcurrency(clock)
+        #: Whether the endpoint answered anything yet (the breaker of
+        #: :meth:`~redline.generators.transport.retry.RetryPolicy.call`).
+        self.silence = Silence()
         self._request_bucket: TokenBucket | None = None
         self._token_bucket: TokenBucket | None = None
         self._resume_at = 0.0

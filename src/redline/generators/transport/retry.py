@@ -23,8 +23,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from redline.generators.base import GeneratorError
-from redline.generators.transport.ratelimit import RateLimiter
+from redline.generators.base import GeneratorError, GeneratorUnavailable
+from redline.generators.transport.ratelimit import RateLimiter, Silence
 
 __all__ = [
     "RETRY_STATUSES",
@@ -32,6 +32,7 @@ __all__ = [
     "MalformedResponse",
     "RetryPolicy",
     "TransientFailure",
+    "Unanswered",
     "is_transient_status",
     "parse_retry_after",
     "retry_delay",
@@ -57,18 +58,30 @@ class TransientFailure(GeneratorError):
     the server asked for, in seconds (``None``: back off as usual); ``throttled`` is True when the
     server refused for the rate (a 429): the generator's rate limiter then slows its pace;
     ``timed_out`` is True when no answer came in time: the limiter then lets fewer tries go at
-    once, and the next try of the request waits longer (:meth:`RetryPolicy.timeout`).
+    once, and the next try of the request waits longer (:meth:`RetryPolicy.timeout`);
+    ``unanswered`` is True when no answer came at all (a timeout, a lost connection).
 
     It is a :class:`GeneratorError` so that, should one escape a retry loop, the request is
     recorded as failed like any other; :meth:`RetryPolicy.call` never lets one escape."""
 
     def __init__(
-        self, message: str, retry_after: float | None = None, throttled: bool = False, timed_out: bool = False
+        self,
+        message: str,
+        retry_after: float | None = None,
+        throttled: bool = False,
+        timed_out: bool = False,
+        unanswered: bool = False,
     ) -> None:
         super().__init__(message)
         self.retry_after = retry_after
         self.throttled = throttled
         self.timed_out = timed_out
+        self.unanswered = unanswered or timed_out
+
+
+class Unanswered(GeneratorError):
+    """A request failed after its last try, and none of its tries was answered (each timed out or
+    lost its connection)."""
 
 
 class MalformedResponse(TransientFailure):
@@ -128,10 +141,49 @@ class RetryPolicy:
         the try is over, before any wait. After a transient failure it calls ``on_retry`` (to count
         retries) and sleeps :meth:`delay`. After the last try raises :class:`GeneratorError`:
         ``"<last failure> (after N tries)"``.
+
+        The breaker (:attr:`RateLimiter.silence <redline.generators.transport.ratelimit.Silence>`):
+        while the endpoint has answered nothing, requests whose every try went unanswered (timed
+        out, lost the connection) are counted; once enough did, this request and any try still to
+        come raise :class:`GeneratorUnavailable` (the run stops, resumable) instead of more tries.
         """
+        silence: Silence | None = getattr(limiter, "silence", None)
+        if silence is None:  # no limiter, or one without a breaker
+            return await self._call(attempt, limiter, estimated_tokens, on_retry)
+        silence.begin()
+        try:
+            return await self._call(attempt, limiter, estimated_tokens, on_retry)
+        except Unanswered as error:
+            silence.failed_unanswered()
+            if silence.tripped:
+                raise GeneratorUnavailable(self._silent(silence.failed, str(error))) from None
+            raise
+        finally:
+            silence.end()
+
+    @staticmethod
+    def _silent(failed: int, last: str) -> str:
+        """The one line of an endpoint that answered nothing to its first ``failed`` requests."""
+        return (
+            f"the endpoint answers nothing: its first {failed} requests all timed out or lost their connection "
+            f"and none was answered (last: {last})"
+        )
+
+    async def _call(
+        self,
+        attempt: Callable[[int], Awaitable[T]],
+        limiter: RateLimiter | None,
+        estimated_tokens: int,
+        on_retry: Callable[[], None] | None,
+    ) -> T:
+        """:meth:`call` without the breaker: the tries of one request."""
         last = "no response"
         sent = 0.0
+        unanswered = True
+        silence: Silence | None = getattr(limiter, "silence", None)
         for index in range(self.tries):
+            if silence is not None and silence.tripped:  # another request found the endpoint silent
+                raise GeneratorUnavailable(self._silent(silence.failed, last))
             if limiter is not None:
                 await limiter.slots.enter()
             try:
@@ -140,15 +192,20 @@ class RetryPolicy:
                 answer = await attempt(index)
             except TransientFailure as failure:
                 last = str(failure)
+                unanswered = unanswered and failure.unanswered
                 wait = failure.retry_after
                 if wait is not None:
                     wait = min(wait, self.max_retry_after)
+                if silence is not None and not failure.unanswered:
+                    silence.answered()
                 if limiter is not None:
                     if failure.throttled:
                         limiter.refused(sent, wait)
                     if failure.timed_out:
                         limiter.timed_out(sent)
             else:
+                if silence is not None:
+                    silence.answered()
                 if limiter is not None:
                     limiter.answered(sent)
                 return answer
@@ -159,7 +216,7 @@ class RetryPolicy:
                 if on_retry is not None:
                     on_retry()
                 await asyncio.sleep(self.delay(index, wait))
-        raise GeneratorError(f"{last} (after {self.tries} tries)")
+        raise (Unanswered if unanswered else GeneratorError)(f"{last} (after {self.tries} tries)")
 
 
 def retry_delay(attempt: int, retry_after: float | str | None = None, base: float = 0.5, cap: float = 30.0) -> float:
