@@ -20,7 +20,15 @@ LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
 OPTION = re.compile(r"(?<![\w-])--[a-z][a-z0-9-]*")
 # Options of other programs that the pages show next to redline's (pip, ray start, ruff, a
 # benchmark script), and every command's --help.
-OTHER_PROGRAMS_OPTIONS = {"--no-deps", "--head", "--address", "--check", "--data", "--help", "--stand-in-punkt"}  # pip, curl, bench scripts
+OTHER_PROGRAMS_OPTIONS = {
+    "--no-deps",
+    "--head",
+    "--address",
+    "--check",
+    "--data",
+    "--help",
+    "--stand-in-punkt",
+}  # pip, curl, bench scripts
 
 
 def pages() -> list[Path]:

@@ -68,9 +68,7 @@ def test_outputs_left_once_the_time_budget_is_spent_are_none_with_the_reason(mon
     assert (
         notes[1]
         == notes[2]
-        == (
-            "not scored: test.Lengths had spent its time budget (10 s for one attempt) on the outputs before this one"
-        )
+        == ("not scored: test.Lengths had spent its time budget (10 s for one attempt) on the outputs before this one")
     )
 
 

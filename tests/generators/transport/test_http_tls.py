@@ -160,9 +160,7 @@ def alerting_server(context: ssl.SSLContext) -> Iterator[str]:
                 tls.do_handshake()
                 tls.recv(65536)
                 body = json.dumps(ANSWER).encode()
-                tls.sendall(
-                    b"HTTP/1.1 200 OK\r\ncontent-length: %d\r\nconnection: close\r\n\r\n%s" % (len(body), body)
-                )
+                tls.sendall(b"HTTP/1.1 200 OK\r\ncontent-length: %d\r\nconnection: close\r\n\r\n%s" % (len(body), body))
             except OSError:  # the client sent no certificate: the alert is on its way
                 _drain(tls)
             finally:
