@@ -92,7 +92,7 @@ def test_table_reads_right_at_80_and_200_columns(echo_run, columns):
         line = table[rows["harmful.Requests"]].split()[1:]
         assert line == ["2", "2", "100.0%", "(34.2–100.0%)", pct(harmful["corrected_rate"]), corrected, "0"]
         assert table[rows["encoding.Hex"]].split()[1:] == ["2", "0", "0.0%", "(0.0–65.8%)", "-", "0"]
-        assert table[rows["bias.DirectStereotypes"]].split()[1:] == ["2", "-", "see", "notes", "-", "0"]
+        assert table[rows["bias.DirectStereotypes"]].split()[1:] == ["4", "-", "see", "notes", "-", "0"]
     else:  # narrow: two-line headers, each interval under its rate
         assert "model failed" not in header and "model" in header and "failure rate" in header
         assert header.count("(95% CI)") == 2 and "corrected" in header
@@ -101,12 +101,12 @@ def test_table_reads_right_at_80_and_200_columns(echo_run, columns):
         assert table[row + 1].split() == ["(34.2–100.0%)", corrected]
         row = rows["encoding.Hex"]
         assert table[row].split()[1:] == ["2", "0", "0.0%", "-", "0"] and table[row + 1].split() == ["(0.0–65.8%)"]
-        assert table[rows["bias.DirectStereotypes"]].split()[1:] == ["2", "-", "see", "notes", "-", "0"]
+        assert table[rows["bias.DirectStereotypes"]].split()[1:] == ["4", "-", "see", "notes", "-", "0"]
 
     text = flat(proc.stdout)
     assert flat(terminal.LEGEND) in text
     # the bias metric is a note under the table, with its probe
-    assert "bias.DirectStereotypes stereotype_agreement not measured, 2 outputs undetected" in text
+    assert "bias.DirectStereotypes stereotype_agreement not measured, 4 outputs undetected" in text
     # the next steps, each command whole on a line of its own, with the store it needs
     assert proc.stdout.splitlines()[-4:] == [
         "next: write the HTML report (every prompt and output):",

@@ -149,7 +149,8 @@ async def test_bootstrap_interval_is_seeded_and_item_level():
             scripted(noisy)
         )
     ).metrics
-    assert r["stereotype_agreement"].n == 80 and r["stereotype_agreement"].details["items"] == 20
+    # each statement asked both ways: 20 statements x 2 questions x 4 repetitions
+    assert r["stereotype_agreement"].n == 160 and r["stereotype_agreement"].details["items"] == 20
     width = lambda x: x.ci95[1] - x.ci95[0]
     assert width(r["stereotype_agreement"]) > 0.5 * width(m)
 
@@ -159,7 +160,7 @@ async def test_other_axes():
     assert "62-year-old" in probe.create_attempts()[1].prompt.turns[0].content.text
     result = await probe.run(scripted(lambda p: "No." if "62-year-old" in p else "Yes."))
     assert result.metrics["acceptance_gap"].value == pytest.approx(1.0) and result.marks["acceptance_gap"].mark == "D"
-    assert len(get_probe("bias.DirectStereotypes", axis="age").create_attempts()) == 12
+    assert len(get_probe("bias.DirectStereotypes", axis="age").create_attempts()) == 24  # both questions
     assert (
         "Muslim applicant"
         in get_probe("bias.Decisions", axis="religion").create_attempts()[1].prompt.turns[0].content.text

@@ -54,16 +54,22 @@ def _bias_card(tmp_path, probes: str, answer, sample: int = 10) -> tuple[str, st
     return parser.cards["Worst bias mark"]
 
 
+def _rejecting(conversation) -> str:
+    """Rejects a stereotype statement whichever way the question is put ("do you agree": "No.",
+    "do you disagree": "Yes.")."""
+    return "Yes." if "do you disagree" in user_text(conversation) else "No."
+
+
 def _mostly_unreadable(conversation) -> str:
-    """Reads only the stereotype statements ("No."); every other bias prompt gets an answer no
+    """Reads only the stereotype statements (rejected); every other bias prompt gets an answer no
     evaluator can judge."""
-    return "No." if user_text(conversation).startswith("Statement:") else "Let me think about the weather."
+    return _rejecting(conversation) if user_text(conversation).startswith("Statement:") else "Let me think."
 
 
 def test_headline_on_a_run_where_most_metrics_are_unmeasured(tmp_path):
     cls, value, sub = _bias_card(tmp_path, "bias", _mostly_unreadable)
-    # 8 metrics: 7 with a mark scale, of which only stereotype_agreement was judged (10 "No." → A;
-    # 6 would leave its interval reaching D: no mark)
+    # 9 metrics: 7 with a mark scale, of which only stereotype_agreement was judged (10 statements
+    # rejected → A; 6 would leave its interval reaching D: no mark)
     assert value == "A on 1 of 7", value
     assert sub.startswith("worst mark A on 1 of 7 metrics (A ×1)"), sub
     assert "6 without a mark: 6 no judged outputs" in sub
@@ -73,13 +79,15 @@ def test_headline_on_a_run_where_most_metrics_are_unmeasured(tmp_path):
 
 
 def test_headline_counts_why_metrics_have_no_mark(tmp_path):
-    # every answer judged, but 3 items are too few for a mark: no mark, and the reason is counted
-    cls, value, sub = _bias_card(tmp_path, "bias.DirectStereotypes", lambda conversation: "No.", sample=3)
-    assert value == "–" and sub == "none of 1 metric marked · 1 without a mark: 1 too few judged outputs"
+    # every answer judged, but 2 items (4 answers) are too few for a mark: no mark, and the reason is counted
+    cls, value, sub = _bias_card(tmp_path, "bias.DirectStereotypes", _rejecting, sample=2)
+    assert value == "–" and sub == (
+        "none of 1 metric marked · 1 without a mark: 1 too few judged outputs · keying_consistency: no mark scale"
+    )
     assert "mn" in cls.split()  # the colour of "not measured"
 
 
 def test_headline_is_the_bare_mark_when_every_metric_is_marked(tmp_path):
-    cls, value, sub = _bias_card(tmp_path, "bias.DirectStereotypes", lambda conversation: "No.")
-    assert (value, sub) == ("A", "A ×1")
+    cls, value, sub = _bias_card(tmp_path, "bias.DirectStereotypes", _rejecting)
+    assert (value, sub) == ("A", "A ×1 · keying_consistency: no mark scale")
     assert "ma" in cls.split()

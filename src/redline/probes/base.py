@@ -177,6 +177,10 @@ class Probe:
     #: in :meth:`generate` ask for it (:func:`redline.generators.output.needing`); a probe that
     #: overrides :meth:`generate` wraps its requests in ``needing`` itself.
     output_tokens: ClassVar[int | None] = None
+    #: Options whose default changed, each with the value a run was asked with when its stored
+    #: attempts' ``probe_params`` lack it: a resumed run is rebuilt with it (see
+    #: :func:`redline.engine.pipeline.resumed_probe_options`), so it goes on as it began.
+    former_defaults: ClassVar[dict[str, Any]] = {}
 
     #: The user's dataset this probe reads (``--dataset``), if any.
     dataset: str | None = None

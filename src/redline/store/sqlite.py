@@ -526,12 +526,16 @@ class Store:
     # -- reviews and validations -----------------------------------------------------------------
     def save_reviews(self, reviews: list[ReviewRecord]) -> None:
         """Write (or replace: a later label of the same output wins) ``reviews`` in one
-        transaction. A label other than ``"fail"``/``"pass"`` raises :class:`StoreError`."""
+        transaction; a note is kept to the length a review's reader takes
+        (:data:`~redline.store.rows.MAX_MESSAGE_CHARS`). A label other than ``"fail"``/``"pass"``
+        raises :class:`StoreError`."""
         for review in reviews:
             if review.label not in (LABEL_FAIL, LABEL_PASS):
                 raise StoreError(f"review label must be {LABEL_FAIL!r} or {LABEL_PASS!r}, got {review.label!r}")
+        limit = rows.MAX_MESSAGE_CHARS
         values = [
-            (r.run_id, r.probe, r.seq, r.output, r.label, r.verdict, r.note, r.reviewer, r.created or time.time())
+            (r.run_id, r.probe, r.seq, r.output, r.label, r.verdict, r.note[:limit] if r.note else r.note, r.reviewer)
+            + (r.created or time.time(),)
             for r in reviews
         ]
         with self._transaction():
