@@ -240,11 +240,12 @@ def resumed_probe_options(store: Store, run_id: str, config: ScanConfig) -> None
     """Give ``config`` (run ``run_id``'s, resumed) the options its probes were asked with where a
     default changed since (:attr:`Probe.former_defaults`): the value its first stored attempt
     records, else the former default. Options the run was given are kept."""
-    stored = store.attempt_counts(run_id)
-    for name in selected_probe_names(config) or []:
-        former = get_probe_class(name).former_defaults
+    formers = {name: get_probe_class(name).former_defaults for name in selected_probe_names(config) or []}
+    changed = {name: former for name, former in formers.items() if former}
+    stored = store.attempt_counts(run_id) if changed else {}
+    for name, former in changed.items():
         runs = [p for p in stored if p == name or p.startswith(name + "+")]  # wrapped: NAME+suffix
-        seqs = store.finished_seqs(run_id, runs[0]) if former and runs else set()
+        seqs = store.finished_seqs(run_id, runs[0]) if runs else set()
         first = store.get_attempt(run_id, runs[0], min(seqs)) if seqs else None
         if first is None:
             continue  # nothing stored: the run goes on with today's defaults
