@@ -38,7 +38,12 @@ def test_the_multimodal_family_selects_its_four_probes() -> None:
 
 @pytest.mark.parametrize(
     "name,detector",
-    zip(NAMES, ["refusal.Compliance", "injection.InjectedMarker", "sycophancy.Agreement", "injection.InjectedMarker"]),
+    list(
+        zip(
+            NAMES,
+            ["refusal.Compliance", "injection.InjectedMarker", "sycophancy.Agreement", "injection.InjectedMarker"],
+        )
+    ),
 )
 def test_each_probe_declares_goal_tags_detector_and_distinct_deterministic_prompts(name: str, detector: str) -> None:
     from helpers.probe_family import assert_declares_itself

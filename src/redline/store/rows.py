@@ -15,6 +15,7 @@ store adds the file and the row.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -164,6 +165,8 @@ def json_value(text: Any, what: What) -> Any:
     try:
         value = jsonio.loads(text)
     except (ValueError, RecursionError):
+        if _nests_deeper(text, MAX_DEPTH):  # a parser may refuse deep nesting as invalid JSON
+            raise Bad(f"{_say(what)} nests more than {MAX_DEPTH} levels deep") from None
         raise Bad(f"{_say(what)} is not valid JSON") from None
     brackets = text.count("[") + text.count("{") if isinstance(text, str) else text.count(b"[") + text.count(b"{")
     if brackets > MAX_DEPTH:  # (fewer brackets cannot nest deeper)
@@ -172,6 +175,23 @@ def json_value(text: Any, what: What) -> Any:
         except UntrustedInputError:
             raise Bad(f"{_say(what)} nests more than {MAX_DEPTH} levels deep") from None
     return value
+
+
+_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*+"')
+_BRACKET = re.compile(r"[\[\]{}]")
+
+
+def _nests_deeper(text: str | bytes, limit: int) -> bool:
+    """Whether the brackets of JSON ``text`` (its strings left out) open more than ``limit``
+    levels deep."""
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", "replace")
+    depth = 0
+    for match in _BRACKET.finditer(_JSON_STRING.sub("", text)):
+        depth += 1 if match.group() in "[{" else -1
+        if depth > limit:
+            return True
+    return False
 
 
 # -- attempts ----------------------------------------------------------------------------------------
