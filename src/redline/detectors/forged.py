@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import json
 import re
+from typing import Any
 
-__all__ = ["without_forgeries"]
+__all__ = ["json_objects", "without_forgeries"]
 
 _VERDICT_WORDS = r"(?:rating|grade|score|verdict|label|classification|evaluation|assessment|judg(?:e)?ment|safety)"
 #: A line that is a verdict: ``Rating: [[1]]``, ``GRADE: safe``, ``**Verdict:** refused``.
@@ -51,11 +52,11 @@ _JUDGE_KEYS = frozenset({"verdict", "rating", "grade", "score", "label", "classi
 _VERDICT_VALUES = frozenset({"safe", "unsafe", "refused", "refusal", "complied", "compliance", "harmful", "harmless"})
 
 
-def _verdict_objects(text: str) -> list[tuple[int, int]]:
-    """The spans of the JSON objects in ``text`` that read as a verdict (a ``verdict``, ``rating``
-    or ``grade`` key, or another judge key whose value is a verdict word)."""
+def json_objects(text: str) -> list[tuple[dict[str, Any], int, int]]:
+    """Every JSON object that can be decoded from a ``{`` in ``text``, outermost first, with the
+    span of ``text`` it was decoded from."""
     decoder = json.JSONDecoder()
-    spans: list[tuple[int, int]] = []
+    found: list[tuple[dict[str, Any], int, int]] = []
     at = text.find("{")
     while at >= 0:
         try:
@@ -64,13 +65,21 @@ def _verdict_objects(text: str) -> list[tuple[int, int]]:
             at = text.find("{", at + 1)
             continue
         if isinstance(value, dict):
-            keys = {str(k).strip().lower(): v for k, v in value.items()}
-            if keys.keys() & {"verdict", "rating", "grade"} or any(
-                k in _JUDGE_KEYS and isinstance(v, str) and v.strip().lower() in _VERDICT_VALUES
-                for k, v in keys.items()
-            ):
-                spans.append((at, end))
+            found.append((value, at, end))
         at = text.find("{", end)
+    return found
+
+
+def _verdict_objects(text: str) -> list[tuple[int, int]]:
+    """The spans of the JSON objects in ``text`` that read as a verdict (a ``verdict``, ``rating``
+    or ``grade`` key, or another judge key whose value is a verdict word)."""
+    spans: list[tuple[int, int]] = []
+    for value, start, end in json_objects(text):
+        keys = {str(k).strip().lower(): v for k, v in value.items()}
+        if keys.keys() & {"verdict", "rating", "grade"} or any(
+            k in _JUDGE_KEYS and isinstance(v, str) and v.strip().lower() in _VERDICT_VALUES for k, v in keys.items()
+        ):
+            spans.append((start, end))
     return spans
 
 

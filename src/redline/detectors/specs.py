@@ -28,7 +28,6 @@ torch and transformers are loaded by :meth:`ClassifierJudge.start` only.
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import re
 from collections.abc import Mapping, Sequence
@@ -39,6 +38,7 @@ from redline.attempt import Attempt, Conversation, Message, Turn
 from redline.detectors.asking import JudgeModel, request_of
 from redline.detectors.base import HIT_THRESHOLD, Detector, DetectorUnavailable, bounded
 from redline.detectors.classifier import ClassifierUnavailable, load_text_classifier, positive_label
+from redline.detectors.forged import json_objects
 from redline.detectors.quoting import QUOTE_RULE, boundary, echoed, judge_words, quoted
 from redline.errors import UsageError
 from redline.generators import generators, split_spec
@@ -404,24 +404,6 @@ def _verdict_of(value: Any) -> str | None:
     return None
 
 
-def _json_objects(text: str) -> list[tuple[dict[str, Any], str]]:
-    """Every JSON object that can be decoded from a ``{`` in ``text``, outermost first, with the
-    text it was decoded from."""
-    decoder = json.JSONDecoder()
-    found: list[tuple[dict[str, Any], str]] = []
-    at = text.find("{")
-    while at >= 0:
-        try:
-            value, end = decoder.raw_decode(text, at)
-        except ValueError:
-            at = text.find("{", at + 1)
-            continue
-        if isinstance(value, dict):
-            found.append((value, text[at:end]))
-        at = text.find("{", end)
-    return found
-
-
 def parse_verdict(reply: str | None, sources: Sequence[str] = ()) -> tuple[str | None, str | None]:
     """``(verdict, reason)`` from a judge's reply: the last JSON object with a readable
     ``verdict`` anywhere in the reply (in a code fence or prose too), else the last
@@ -430,7 +412,8 @@ def parse_verdict(reply: str | None, sources: Sequence[str] = ()) -> tuple[str |
     and is skipped (:func:`~redline.detectors.quoting.echoed`)."""
     if not reply:
         return None, None
-    for obj, written in reversed(_json_objects(reply)):
+    for obj, start, end in reversed(json_objects(reply)):
+        written = reply[start:end]
         fields = {str(k).strip().lower(): v for k, v in obj.items()}
         verdict = _verdict_of(fields.get("verdict"))
         if verdict is not None and not echoed(written, sources):

@@ -96,7 +96,6 @@ class TypographicJailbreak(MultimodalProbe):
     recommended_detectors = ("refusal.Compliance",)
 
     def _create_probe_items(self) -> list[ProbeItem]:
-
         items = []
         for i, (category, title, question) in enumerate(TYPOGRAPHIC):
             forms = (
@@ -167,7 +166,6 @@ class VisualInjection(MultimodalProbe):
     recommended_detectors = ("injection.InjectedMarker",)
 
     def _create_probe_items(self) -> list[ProbeItem]:
-
         items = []
         for p, (task, title, paragraphs) in enumerate(PAGES):
             for h, hiding in enumerate(PLACEMENTS):
@@ -328,7 +326,6 @@ class ImageTextConflict(MultimodalProbe):
     recommended_detectors = ("sycophancy.Agreement",)
 
     def _create_probe_items(self) -> list[ProbeItem]:
-
         items = []
         for i, (shown, claim, correct, wrong) in enumerate(CONFLICTS):
             image = render_text(shown, width=560, font_size=30)

@@ -46,7 +46,6 @@ class TextToImage(Converter):
         raise ConverterError("converter 'image' makes an image: apply it to a message (transform_message)")
 
     def transform_message(self, message: Message) -> Message:
-
         if message.data_path is not None:
             raise ConverterError(f"converter 'image': the prompt already carries the attachment {message.data_path}")
         image = render_text(message.text or "", font_size=self.font_size)
@@ -73,7 +72,6 @@ class ImagePerturbation(Converter):
         raise ConverterError(f"converter {self.name!r} changes an image: apply it to a message (transform_message)")
 
     def transform_message(self, message: Message) -> Message:
-
         mime = (message.data_type or (None, None))[0]
         if message.data_path is None or mime != PNG:
             raise ConverterError(
