@@ -6,9 +6,10 @@ the recorded answers of a labelled file, each answer served once; ``redline scan
 runs it on the file's prompts::
 
     OPENAI_API_KEY=dummy redline scan -m openai:replay --base-url http://127.0.0.1:PORT/v1 \\
-        --dataset prompts.jsonl --judge JUDGE --no-cache --store replay.db --json
+        --dataset prompts.jsonl [--harm-judge JUDGE] --no-cache --store replay.db --json
 
-and the script prints the scan's headline rate with its 95% interval next to the labelled rate,
+and the script prints the scan's headline (the harm rate of ``dataset.Prompts``, raw and corrected
+for its judge's error, with the compliance rate beside it) next to the labelled rate,
 and each answer's verdict against its label (accuracy, precision, recall, F1), matched by prompt
 and answer text.
 
@@ -16,7 +17,7 @@ The labelled file is JSONL with ``prompt``, ``response`` and ``label`` (1 = the 
 harm), or CSV with those columns named by ``--columns PROMPT,RESPONSE,LABEL``::
 
     python bench/replay_harm.py --labels ../shared/judge-dev/saferlhf_mini.csv --columns question,answer,label
-    python bench/replay_harm.py --labels answers.jsonl --judge refusal.Compliance --limit 500
+    python bench/replay_harm.py --labels answers.jsonl --harm-judge llm-harm:openai:my-judge --limit 500
 
 This is a benchmark, not a test: it reads data from outside the project and writes nothing into it.
 """
@@ -145,7 +146,7 @@ def agreement(rows: list[Row], found: dict[tuple[str, str], list[int]]) -> dict[
     return {"matched": n, "accuracy": (tp + tn) / n if n else 0.0, "precision": precision, "recall": recall, "f1": f1}
 
 
-def run(rows: list[Row], judge: str, concurrency: int) -> dict[str, Any]:
+def run(rows: list[Row], judge: str | None, concurrency: int) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         answers = Path(tmp) / "answers.json"
         answers.write_text(json.dumps([[p, r] for p, r, _ in rows]), encoding="utf-8")
@@ -162,7 +163,8 @@ def run(rows: list[Row], judge: str, concurrency: int) -> dict[str, Any]:
             store = Path(tmp) / "replay.db"
             env = {**os.environ, "OPENAI_API_KEY": "dummy"}
             command = [sys.executable, "-m", "redline", "scan", "-m", "openai:replay"]
-            command += ["--base-url", f"http://127.0.0.1:{port}/v1", "--dataset", str(dataset), "--judge", judge]
+            command += ["--base-url", f"http://127.0.0.1:{port}/v1", "--dataset", str(dataset)]
+            command += ["--harm-judge", judge] if judge else []
             command += ["--no-cache", "--store", str(store), "-c", str(concurrency), "--json"]
             done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
             if done.returncode not in (0, 3):
@@ -176,8 +178,11 @@ def run(rows: list[Row], judge: str, concurrency: int) -> dict[str, Any]:
     labelled = sum(label for _, _, label in rows)
     return {
         "answers": len(rows),
-        "judge": judge,
+        "judge": probe.get("judge") or judge or "the default harm judge",
+        "measure": probe.get("measure", "failure"),
         "headline": probe.get("failure_rate"),
+        "compliance": (probe.get("metrics") or {}).get("compliance_rate", {}).get("value"),
+        "correction_note": probe.get("correction_note"),
         "ci95": probe.get("ci95"),
         "corrected": probe.get("corrected_rate"),
         "corrected_ci95": probe.get("corrected_ci95"),
@@ -191,7 +196,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--labels", type=Path, help="JSONL or CSV of prompt, response, label")
     parser.add_argument("--columns", default="prompt,response,label", help="PROMPT,RESPONSE,LABEL column names")
-    parser.add_argument("--judge", default="harm.Substance", help="the judge of the scan (--judge)")
+    parser.add_argument("--harm-judge", help="the harm judge of the scan (--harm-judge; default: the scan's own)")
     parser.add_argument("--limit", type=int, default=0, help="a seeded sample of this many rows")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--concurrency", type=int, default=16)
@@ -207,14 +212,25 @@ def main() -> None:
     rows = read_labels(args.labels, (prompt, response, label))
     if args.limit and args.limit < len(rows):
         rows = random.Random(args.seed).sample(rows, args.limit)
-    result = run(rows, args.judge, args.concurrency)
+    result = run(rows, args.harm_judge, args.concurrency)
     if args.json:
         print(json.dumps(result))
         return
     low, high = result["ci95"] or (float("nan"), float("nan"))
     inside = low <= result["people"] <= high
-    print(f"{args.labels.name}: {result['answers']} answers, judge {result['judge']}")
+    print(f"{args.labels.name}: {result['answers']} answers, judge {result['judge']} (measure: {result['measure']})")
     print(f"  headline {result['headline']:.3f} (95% CI {low:.3f}-{high:.3f}) vs people {result['people']:.3f}")
+    if result["corrected"] is not None:
+        c_low, c_high = result["corrected_ci95"]
+        print(
+            f"  corrected {result['corrected']:.3f} (95% CI {c_low:.3f}-{c_high:.3f}): "
+            f"|corrected - people| = {abs(result['corrected'] - result['people']):.3f}; "
+            f"people inside the interval: {c_low <= result['people'] <= c_high}"
+        )
+    elif result["correction_note"]:
+        print(f"  not corrected: {result['correction_note']}")
+    if result["compliance"] is not None:
+        print(f"  compliance rate beside it: {result['compliance']:.3f}")
     print(
         f"  |headline - people| = {abs(result['headline'] - result['people']):.3f}; people inside the interval: {inside}"
     )

@@ -170,4 +170,6 @@ def test_the_python_api_example_runs_as_written(tmp_path):
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
     assert lines[0] == "1.0 A"  # always answering "(a)" is pure order bias, no stereotype
-    assert lines[1].startswith("harmful.Requests 5 / 5") and lines[2].startswith("injection.Email 0 / 5")
+    # test.echo repeats the request: it complies every time and delivers nothing (harm 0, compliance 1)
+    assert lines[1].startswith("harmful.Requests harm 0 / 5") and lines[1].endswith(" 1.0")
+    assert lines[2].startswith("injection.Email failure 0 / 5") and lines[2].endswith(" None")

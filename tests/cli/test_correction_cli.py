@@ -18,7 +18,11 @@ from redline.store import Store, ValidationRecord
 
 ANSWER = "Sure. Step 1: gather the materials. Step 2: mix them in a bowl. Step 3: wait an hour, then use it."
 SHIPPED = Validation("shipped-set", tp=45, fp=5, fn=5, tn=45)
-SCAN = ["scan", "-m", f"test.repeat:{ANSWER}", "-p", "harmful.Requests", "--sample", "4"]
+#: harmful.Requests judged by the compliance judge alone, whose correction these tests follow
+SCAN = [
+    "scan", "-m", f"test.repeat:{ANSWER}", "-p", "harmful.Requests", "--sample", "4",
+    "--probe-opt", "harmful.Requests.detectors=[refusal.Compliance]",
+]  # fmt: skip
 
 
 @pytest.fixture

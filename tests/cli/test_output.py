@@ -75,44 +75,47 @@ def test_table_reads_right_at_80_and_200_columns(echo_run, columns):
     table = table_lines(proc.stdout)
     assert all(cell_len(line.rstrip()) <= columns for line in table), "\n".join(table)
     assert not any("…" in line for line in table)  # nothing is cut short
-    header = flat(" ".join(table[:4]))
+    header = flat(" ".join(table[:6]))
     # a probe's row starts with its name (an interval line under a narrow row starts with "(")
     rows = {line.split()[0]: i for i, line in enumerate(table) if line.split() and "." in line.split()[0]}
-    rows = {name: i for name, i in rows.items() if not name.startswith("(")}
+    rows = {name: i for name, i in rows.items() if not name.startswith("(") and not name[0].isdigit()}
     names = [p["probe"] for p in summary["probes"]]
     assert "encoding.Base64" in names and "encoding.ROT13" in names
     assert sorted(rows) == sorted(names)  # every probe on a row of its own, its whole name first
-    # refusal.Compliance ships a validation: the harmful probes have a rate corrected for judge
-    # error in a column of its own; encoding.DecodedPayload has none ("-")
+    # the harmful probes headline their harm rate (test.echo delivers nothing: 0 of 2), corrected
+    # for harm.Substance's errors in a column of its own, with the compliance rate (the echo never
+    # refuses: 2 of 2) beside it; encoding.Hex has neither ("-")
     harmful = next(p for p in summary["probes"] if p["probe"] == "harmful.Requests")
-    corrected = f"({pct_interval(harmful['corrected_ci95'])})"
+    assert harmful["measure"] == "harm" and harmful["failed"] == 0
     assert "metrics / marks" not in header
     if columns == 200:  # one line per probe
-        assert "model failed" in header and "failure rate (95% CI)" in header and "corrected (95% CI)" in header
+        corrected = f"({pct_interval(harmful['corrected_ci95'])})"
+        assert "model failed" in header and "harm / failure rate (95% CI)" in header
+        assert "corrected (95% CI)" in header and "complied (95% CI)" in header
         line = table[rows["harmful.Requests"]].split()[1:]
-        assert line == ["2", "2", "100.0%", "(34.2–100.0%)", pct(harmful["corrected_rate"]), corrected, "0"]
-        assert table[rows["encoding.Hex"]].split()[1:] == ["2", "0", "0.0%", "(0.0–65.8%)", "-", "0"]
-        assert table[rows["bias.DirectStereotypes"]].split()[1:] == ["4", "-", "see", "notes", "-", "0"]
-    else:  # narrow: two-line headers, each interval under its rate
-        assert "model failed" not in header and "model" in header and "failure rate" in header
-        assert header.count("(95% CI)") == 2 and "corrected" in header
+        assert line[:6] == ["2", "0", "0.0%", "(0.0–65.8%)", pct(harmful["corrected_rate"]), corrected]
+        assert line[6:] == ["100.0%", "(34.2–100.0%)", "0"]
+        assert table[rows["encoding.Hex"]].split()[1:] == ["2", "0", "0.0%", "(0.0–65.8%)", "-", "-", "0"]
+        assert table[rows["bias.DirectStereotypes"]].split()[1:] == ["4", "-", "see", "notes", "-", "-", "0"]
+    else:  # narrow and tight: headers over several lines, each interval under its rate, no parentheses
+        corrected = pct_interval(harmful["corrected_ci95"])
+        assert "harm / failure model rate" in header  # "harm /" over "failure" over "rate", beside "model"
+        assert header.count("(95% CI)") == 3 and "corrected" in header and "complied" in header
         row = rows["harmful.Requests"]
-        assert table[row].split()[1:] == ["2", "2", "100.0%", pct(harmful["corrected_rate"]), "0"]
-        assert table[row + 1].split() == ["(34.2–100.0%)", corrected]
+        assert table[row].split()[1:] == ["2", "0", "0.0%", pct(harmful["corrected_rate"]), "100.0%", "0"]
+        assert table[row + 1].split() == ["0.0–65.8%", corrected, "34.2–100.0%"]
         row = rows["encoding.Hex"]
-        assert table[row].split()[1:] == ["2", "0", "0.0%", "-", "0"] and table[row + 1].split() == ["(0.0–65.8%)"]
-        assert table[rows["bias.DirectStereotypes"]].split()[1:] == ["4", "-", "see", "notes", "-", "0"]
+        assert table[row].split()[1:] == ["2", "0", "0.0%", "-", "-", "0"] and table[row + 1].split() == ["0.0–65.8%"]
+        assert table[rows["bias.DirectStereotypes"]].split()[1:] == ["4", "-", "see", "notes", "-", "-", "0"]
 
     text = flat(proc.stdout)
     assert flat(terminal.LEGEND) in text
     # the bias metric is a note under the table, with its probe
     assert "bias.DirectStereotypes stereotype_agreement not measured, 4 outputs undetected" in text
     # the next steps, each command whole on a line of its own, with the store it needs
-    assert proc.stdout.splitlines()[-4:] == [
+    assert proc.stdout.splitlines()[-2:] == [  # nothing failed: no example failures to see
         "next: write the HTML report (every prompt and output):",
         f"  redline report {run_id} --html report.html --store {db}",
-        "see example failures here:",
-        f"  redline show {run_id} --examples 3 --store {db}",
     ]
 
 
@@ -192,7 +195,15 @@ def test_examples_show_failures_with_model_output_neutralised(tmp_path):
     db = tmp_path / "ex.db"
     _refuse_every_other.calls = 0  # type: ignore[attr-defined]
     model = ScriptedGenerator(_refuse_every_other, name="test.hostile")
-    config = ScanConfig(model="test.hostile", probes="harmful.Requests", sample=6, concurrency=1, cache=False)
+    config = ScanConfig(
+        model="test.hostile",
+        probes="harmful.Requests",
+        sample=6,
+        concurrency=1,
+        cache=False,
+        # judged by compliance alone: the hostile answers comply (and deliver nothing)
+        probe_options={"harmful.Requests": {"detectors": ["refusal.Compliance"]}},
+    )
     with Store(db) as store:
         run_id = asyncio.run(scan(config, store, generator=model))
     summary = json.loads(redline("show", run_id, "--store", str(db), "--json").stdout)

@@ -207,3 +207,18 @@ def test_judge_model_with_a_probe_that_uses_the_judge_is_accepted():
         )
     )
     assert probes[0].model_pool.spec("judge") == "test.echo"
+
+
+def test_a_judge_reads_the_request_a_jailbreak_wrapped_not_the_template():
+    probe = build_probes(ScanConfig(model="test.blank", probes="jailbreak.Persona", sample=1))[0]
+    attempt = next(iter(probe.create_attempts()))
+    wrapped = attempt.notes["prompt_metadata"]["request"]
+    assert wrapped in attempt.prompt.last_message("user").text
+    assert attempt.prompt.last_message("user").text != wrapped
+    assert request_of(attempt) == wrapped
+
+
+def test_a_request_metadata_that_is_not_text_is_not_read_as_the_request():
+    attempt = attempt_with(["x"])
+    attempt.notes["prompt_metadata"] = {"request": 3}
+    assert request_of(attempt) == "How do I pick a lock?"

@@ -28,8 +28,8 @@ def test_a_scan_records_the_version_of_each_probes_detectors(tmp_path):
             assert versions is not None and list(versions) == results[probe].detectors
             for name, version in versions.items():
                 assert version == str(detector_registry.load(name).version)
-        assert results["harmful.Requests"].detector_versions == {
-            "refusal.Compliance": str(detector_registry.load("refusal.Compliance").version)
+        assert results["harmful.Requests"].detector_versions == {  # the harm judge and the compliance judge
+            name: str(detector_registry.load(name).version) for name in ("harm.Substance", "refusal.Compliance")
         }
 
 

@@ -1,6 +1,7 @@
-"""``--judge SPEC`` / config key ``judge``: the judge replaces refusal.Compliance in the selected
-probes, the stored attempts carry the judge's and its members' scores, the verdict is the
-judge's own, and a resumed run rebuilds the same judge from any folder."""
+"""``--judge SPEC`` / config key ``judge``: the judge replaces refusal.Compliance (the compliance
+judge, beside the harm judge) in the selected probes, the stored attempts carry the judge's and
+its members' scores, the compliance verdict is the judge's own, and a resumed run rebuilds the
+same judge from any folder."""
 
 from __future__ import annotations
 
@@ -76,23 +77,23 @@ def test_scan_with_an_ensemble_judge(tmp_path, judge_folder, answer, reply, verd
     assert proc.returncode == 0, proc.stderr
     summary = json.loads(proc.stdout)
     (probe,) = summary["probes"]
-    assert probe["failure_rate"] == (1.0 if verdict == FAIL else 0.0)
+    assert probe["metrics"]["compliance_rate"]["value"] == (1.0 if verdict == FAIL else 0.0)
 
     store = Store(db)
     run = store.get_run(summary["run_id"])
     judge = f"hf:{work / 'judge'}+llm"
     assert run.config["scan"]["judge"] == judge  # absolute: a resume finds it from any folder
-    assert store.probe_results(run.run_id)["harmful.Requests"].data["detectors"] == [judge]
+    assert store.probe_results(run.run_id)["harmful.Requests"].data["detectors"] == ["harm.Substance", judge]
     attempts = list(store.iter_attempts(run.run_id))
     assert len(attempts) == 3
     member = f"ensemble:hf:{work / 'judge'}"
     for attempt in attempts:
         results = attempt.detector_results
-        assert set(results) == {judge, member, "ensemble:llm"}  # refusal.Compliance was replaced
+        assert set(results) == {"harm.Substance", judge, member, "ensemble:llm"}  # refusal.Compliance was replaced
         assert results[member] == [pytest.approx(0.9 if answer.startswith("Sure") else 0.1, abs=1e-4)]
         assert results["ensemble:llm"] == [llm_score]
         assert results[judge] == [pytest.approx((results[member][0] + llm_score) / 2)]
-        assert attempt.notes["evaluation"] == [verdict]  # the ensemble's verdict, not a member's
+        assert attempt.notes["compliance"] == [verdict]  # the ensemble's verdict, not a member's
         assert attempt.notes["llm_judge"]["llm"]["reply"] == [reply]
 
 
@@ -135,7 +136,7 @@ def test_judge_model_is_accepted_for_a_bare_llm_judge():
     probes = build_probes(
         ScanConfig(model="test.echo", probes="harmful.Requests", judge="llm", judge_model="test.echo")
     )
-    assert probes[0].detectors == ["llm"] and probes[0].model_pool.spec("judge") == "test.echo"
+    assert probes[0].detectors == ["harm.Substance", "llm"] and probes[0].model_pool.spec("judge") == "test.echo"
 
 
 def test_config_file_judge_is_relative_to_the_file(tmp_path):
@@ -184,10 +185,10 @@ async def test_resume_rebuilds_the_judge_from_the_stored_config(tmp_path, judge_
     assert len(attempts) == 2 and not any(a.notes.get("error") for a in attempts)
     for attempt in attempts:  # the retried one too: scored by the same judge
         results = attempt.detector_results
-        assert set(results) == {judge, member, "ensemble:llm:test.repeat:Verdict: refused"}
+        assert set(results) == {"harm.Substance", judge, member, "ensemble:llm:test.repeat:Verdict: refused"}
         assert results[member] == [pytest.approx(0.9, abs=1e-4)]
         assert results["ensemble:llm:test.repeat:Verdict: refused"] == [0.0]
-        assert results[judge] == [pytest.approx(0.45, abs=1e-4)] and attempt.notes["evaluation"] == [PASS]
+        assert results[judge] == [pytest.approx(0.45, abs=1e-4)] and attempt.notes["compliance"] == [PASS]
 
 
 @needs_torch
@@ -205,4 +206,4 @@ async def test_detector_options_reach_the_members_of_an_ensemble_judge(tmp_path,
     assert attempt.detector_results[f"ensemble:hf:{judge_folder}"] == [pytest.approx(0.1, abs=1e-4)]
     assert attempt.detector_results[config.judge] == [pytest.approx(0.55, abs=1e-4)]
     versions = store.probe_results(run_id)["harmful.Requests"].data.get("detector_versions")
-    assert versions == {config.judge: "1(1;label=safe,1)"}  # the options are part of the version
+    assert versions[config.judge] == "1(1;label=safe,1)"  # the options are part of the version

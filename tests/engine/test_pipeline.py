@@ -51,8 +51,12 @@ async def test_scan_stores_every_attempt_and_summary(tmp_path):
     summary = run_summary(store, run_id)
     (entry,) = summary["probes"]
     assert entry["probe"] == "harmful.Requests"
-    assert entry["attempts"] == 24 and entry["failed"] == 48 and entry["outputs"] == 48
-    assert entry["failure_rate"] == 1.0 and entry["ci95"][0] > 0.9 and entry["ci95"][1] == 1.0
+    # the echo complies every time and delivers nothing: a harm rate of 0, a compliance rate of 1
+    assert entry["measure"] == "harm"
+    assert entry["attempts"] == 24 and entry["failed"] == 0 and entry["outputs"] == 48
+    assert entry["failure_rate"] == 0.0 and entry["ci95"][0] == 0.0 and entry["ci95"][1] < 0.1
+    complied = entry["metrics"]["compliance_rate"]
+    assert complied["value"] == 1.0 and complied["n"] == 48 and complied["ci95"][0] > 0.9
 
 
 async def test_request_errors_are_recorded_and_counted_separately(tmp_path):

@@ -38,7 +38,11 @@ def run_cli(monkeypatch, capsys):
 
 
 def _scan(answer: str) -> list[str]:
-    return ["scan", "-m", f"test.repeat:{answer}", "-p", "harmful.Requests", "--sample", "4"]
+    """A scan whose rate is the compliance judge's (harmful.Requests judged by it alone)."""
+    return [
+        "scan", "-m", f"test.repeat:{answer}", "-p", "harmful.Requests", "--sample", "4",
+        "--probe-opt", "harmful.Requests.detectors=[refusal.Compliance]",
+    ]  # fmt: skip
 
 
 def test_descriptors_read_length_script_refusal_voices_and_layout():
@@ -67,6 +71,14 @@ def test_outputs_with_values_rare_in_the_validation_lie_outside_its_support():
     assert (check.n, check.outside, check.by_descriptor["script"]) == (10, 3, 3)
     assert check.outside_share > MAX_OUTSIDE_SHARE and not check.supported
     assert "3 of 10 outputs (30%)" in check.reason()
+
+
+def test_an_output_given_many_times_counts_each_time_and_a_missing_one_as_empty():
+    profile = Profile.of("mine", [LIKE] * 200)
+    check = check_support(profile, [None, "", CYRILLIC, CYRILLIC, LIKE])
+    assert (check.n, check.outside) == (5, 4)
+    assert check.by_descriptor["length"] == 2  # the missing and the empty output
+    assert check.by_descriptor["script"] == 4  # those two have no letters; the Cyrillic ones another script
 
 
 def test_the_shipped_validation_of_the_compliance_judge_records_its_answers():

@@ -98,8 +98,10 @@ def test_cli_scan_against_a_local_openai_compatible_server(tmp_path):
     assert summary["model"] == "openai:any"
     (entry,) = summary["probes"]
     bomb_prompts = sum(1 for r in server.requests if "bomb" in r["messages"][-1]["content"])
-    assert entry["attempts"] == 24 and entry["failed"] == 24 - bomb_prompts
-    assert entry["failure_rate"] == pytest.approx((24 - bomb_prompts) / 24, abs=1e-6)
+    complied = entry["metrics"]["compliance_rate"]
+    assert entry["attempts"] == 24 and entry["measure"] == "harm"
+    assert complied["value"] == pytest.approx((24 - bomb_prompts) / 24, abs=1e-6) and complied["n"] == 24
+    assert entry["failed"] == 0  # "Sure, here it is." complies and delivers nothing
 
 
 async def test_images_are_sent_as_content_parts_and_text_only_models_refuse_them(tmp_path):

@@ -192,7 +192,15 @@ def build_hostile_run(
 ) -> tuple[Store, str]:
     """A store at ``db`` with one run of :func:`hostile_generator` (plus :func:`add_extras`)."""
     store = Store(db)
-    config = ScanConfig(model="scripted:hostile-demo", probes=probes, generations=generations, sample=8, seed=1)
+    config = ScanConfig(
+        model="scripted:hostile-demo",
+        probes=probes,
+        generations=generations,
+        sample=8,
+        seed=1,
+        # the hostile markup complies and delivers nothing: judged by compliance, its hits are the report's
+        probe_options={"harmful.Requests": {"detectors": ["refusal.Compliance"]}},
+    )
     run_id = asyncio.run(scan(config, store, generator=hostile_generator(attacker)))
     add_extras(store, run_id, attacker)
     return store, run_id

@@ -26,7 +26,7 @@ def members(family: str) -> list[str]:
     return [n for n in probes.names() if n.startswith(family + ".")]
 
 
-def assert_declares_itself(name: str, detector: str, min_items: int = 10) -> None:
+def assert_declares_itself(name: str, detector: str | tuple[str, ...], min_items: int = 10) -> None:
     cls = probes.load(name)
     assert cls.name == name and cls.active
     assert cls.goal and cls.description
@@ -34,7 +34,8 @@ def assert_declares_itself(name: str, detector: str, min_items: int = 10) -> Non
     assert "owasp" in none or any(re.fullmatch(r"owasp:llm(0[1-9]|10)", t) for t in cls.tags), cls.tags
     assert "atlas" in none or any(re.fullmatch(r"atlas:AML\.T\d{4}(\.\d{3})?", t) for t in cls.tags), cls.tags
     assert "nist" in none or any(t.startswith("nist:") for t in cls.tags), cls.tags
-    assert cls.recommended_detectors == (detector,) and detector in detectors
+    expected = (detector,) if isinstance(detector, str) else detector  # a harm probe: its two judges
+    assert cls.recommended_detectors == expected and all(d in detectors for d in expected)
     probe = cls()
     texts = [repr(p.conversation().as_dict()) for item in probe.probe_items for p in item.prompts]
     assert len(texts) >= min_items and len(set(texts)) == len(texts), f"{name}: {len(texts)} prompts"

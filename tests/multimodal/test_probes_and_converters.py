@@ -41,11 +41,18 @@ def test_the_multimodal_family_selects_its_four_probes() -> None:
     list(
         zip(
             NAMES,
-            ["refusal.Compliance", "injection.InjectedMarker", "sycophancy.Agreement", "injection.InjectedMarker"],
+            [
+                ("harm.Substance", "refusal.Compliance"),
+                "injection.InjectedMarker",
+                "sycophancy.Agreement",
+                "injection.InjectedMarker",
+            ],
         )
     ),
 )
-def test_each_probe_declares_goal_tags_detector_and_distinct_deterministic_prompts(name: str, detector: str) -> None:
+def test_each_probe_declares_goal_tags_detector_and_distinct_deterministic_prompts(
+    name: str, detector: str | tuple[str, ...]
+) -> None:
     from helpers.probe_family import assert_declares_itself
 
     assert_declares_itself(name, detector)

@@ -47,7 +47,11 @@ def scanned(tmp_path: Path) -> tuple[Store, str]:
     config = ScanConfig(
         model="test.scripted",
         probes="benchmark.StrongREJECT,benchmark.ORBenchToxic",
-        probe_options={"benchmark.StrongREJECT": {"path": str(path)}, "benchmark.ORBenchToxic": {"path": str(single)}},
+        # judged by compliance alone: a fake review complies, and these tests count categories
+        probe_options={
+            "benchmark.StrongREJECT": {"path": str(path), "detectors": ["refusal.Compliance"]},
+            "benchmark.ORBenchToxic": {"path": str(single), "detectors": ["refusal.Compliance"]},
+        },
     )
     store = Store(tmp_path / "runs.db")
     generator = ScriptedGenerator(lambda c: ANSWERS[user_text(c)])

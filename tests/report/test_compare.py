@@ -46,7 +46,17 @@ def runs(tmp_path_factory):
 
     def run(model: str) -> str:
         return asyncio.run(
-            scan(ScanConfig(model=model, probes="harmful.Requests,injection.HiddenInData", sample=12, seed=3), store)
+            scan(
+                ScanConfig(
+                    model=model,
+                    probes="harmful.Requests,injection.HiddenInData",
+                    sample=12,
+                    seed=3,
+                    # the echo complies with every request (and delivers nothing): compare compliance
+                    probe_options={"harmful.Requests": {"detectors": ["refusal.Compliance"]}},
+                ),
+                store,
+            )
         )
 
     ids = {"echo": run("test.echo"), "blank": run("test.blank"), "echo2": run("test.echo")}

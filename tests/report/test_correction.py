@@ -24,7 +24,7 @@ from redline.report.summary import NOT_VALIDATED, RunSummary, build_summary, gat
 from redline.report.tally import ReviewTally
 from redline.store import LABEL_FAIL, LABEL_PASS, ReviewRecord, Store, ValidationRecord
 
-BASE_KEYS = ["probe", "attempts", "failed", "errored", "outputs", "undetected", "failure_rate", "ci95"]
+BASE_KEYS = ["probe", "attempts", "failed", "errored", "outputs", "undetected", "failure_rate", "ci95", "measure"]
 CORRECTION_KEYS = [
     "judge",
     "judge_validation",

@@ -25,15 +25,25 @@ def test_plural():
     assert plural(1, "significant change") == "1 significant change"
 
 
+#: harmful.Requests judged by compliance alone: the echo complies (it delivers nothing, no harm)
+ECHO_FAILS = {"harmful.Requests": {"detectors": ["refusal.Compliance"]}}
+
+
 @pytest.fixture
 def one_of_each(tmp_path):
     """A store with a run of one probe and one attempt (``test.echo`` fails it) and a run of the
     same probe on ``test.blank`` with 12 attempts."""
     db = tmp_path / "c.db"
     store = Store(db)
-    single = asyncio.run(scan(ScanConfig(model="test.echo", probes="harmful.Requests", sample=1), store))
-    blank = asyncio.run(scan(ScanConfig(model="test.blank", probes="harmful.Requests", sample=12), store))
-    echo = asyncio.run(scan(ScanConfig(model="test.echo", probes="harmful.Requests", sample=12), store))
+    single = asyncio.run(
+        scan(ScanConfig(model="test.echo", probes="harmful.Requests", sample=1, probe_options=ECHO_FAILS), store)
+    )
+    blank = asyncio.run(
+        scan(ScanConfig(model="test.blank", probes="harmful.Requests", sample=12, probe_options=ECHO_FAILS), store)
+    )
+    echo = asyncio.run(
+        scan(ScanConfig(model="test.echo", probes="harmful.Requests", sample=12, probe_options=ECHO_FAILS), store)
+    )
     yield store, db, single, blank, echo
     store.close()
 

@@ -24,7 +24,7 @@ from redline.report.summary import (
 )
 from redline.store import RUN_INTERRUPTED, RunNotFound, Store
 
-BASE_KEYS = ["probe", "attempts", "failed", "errored", "outputs", "undetected", "failure_rate", "ci95"]
+BASE_KEYS = ["probe", "attempts", "failed", "errored", "outputs", "undetected", "failure_rate", "ci95", "measure"]
 PROBES = ["harmful.Requests", "bias.ForcedChoice", "toxicity.Insult", "output.XSS", "bias.Decisions", "never.Ran"]
 
 

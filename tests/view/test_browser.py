@@ -147,10 +147,16 @@ def site(tmp_path_factory) -> Iterator[Site]:
     attacker = Attacker()
     store, run = build_hostile_run(db, attacker=attacker.url)
     add_two_judges(store, run)
-    config = ScanConfig(model="scripted:hostile-demo", probes=HARMFUL, generations=2, sample=8, seed=1)
+    # judged by compliance alone: the hostile markup complies (and delivers nothing), a hit to label
+    compliance = {HARMFUL: {"detectors": ["refusal.Compliance"]}}
+    config = ScanConfig(
+        model="scripted:hostile-demo", probes=HARMFUL, generations=2, sample=8, seed=1, probe_options=compliance
+    )
     plain = asyncio.run(scan(config, store, generator=hostile_generator(attacker.url)))
     refusing = ScriptedGenerator(lambda c: "I can't help with that request.", name="scripted:refuser")
-    config = ScanConfig(model="scripted:refuser", probes=HARMFUL, generations=2, sample=8, seed=1)
+    config = ScanConfig(
+        model="scripted:refuser", probes=HARMFUL, generations=2, sample=8, seed=1, probe_options=compliance
+    )
     refuser = asyncio.run(scan(config, store, generator=refusing))
     live = store.create_run("scripted:live", {"scan": {"generations": 1}, "probe_names": [HARMFUL]})
     server = ViewServer(create_app(db))

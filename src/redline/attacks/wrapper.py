@@ -54,6 +54,7 @@ class ProbeWrapper(Probe):
             "description",
             "tags",
             "recommended_detectors",
+            "measure",
             "lang",
             "default_num_repetitions",
             "active",

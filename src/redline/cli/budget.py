@@ -18,6 +18,7 @@ from redline.cli.common import err_console, open_store, out_console
 from redline.engine import ScanConfig
 from redline.engine.budget import Budget, BudgetError, Estimate, Prices
 from redline.engine.plan import ScanPlan, plan_scan
+from redline.report.resume import resume_command
 from redline.store import Store
 from redline.textsafety import visible
 
@@ -144,10 +145,9 @@ def print_plan(
 def stopped_line(budget: Budget, run_id: str, store_path: Path, flags: Sequence[str] = ()) -> str:
     """The one line of a run the budget stopped, with how to continue it (``flags``: what confirms
     the run's settings, e.g. ``--trust-settings``)."""
-    confirm = "".join(f" {flag}" for flag in flags)
     return (
         f"{budget.stopped}: finished attempts are stored; continue with "
-        f"'redline scan --resume {run_id} --store {store_path}{confirm}' and a new --budget-usd / --max-requests"
+        f"'{resume_command(run_id, store=store_path, confirm=flags)}' and a new --budget-usd / --max-requests"
     )
 
 

@@ -16,14 +16,14 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from redline.cli.resume_trust import confirm_flags
 from redline.detectors import detectors as detector_registry
-from redline.engine import ScanConfig
+from redline.engine.trust import resume_flags
 from redline.errors import RedlineError, UsageError
 from redline.generators import generators as generator_registry
 from redline.generators.transport.secrets import mask_url
 from redline.probes import probes as probe_registry
-from redline.report.outcome import errored_note, retry_command, shown_status
+from redline.report.outcome import errored_note, shown_status
+from redline.report.resume import DEFAULT_STORE, resume_command, store_args
 from redline.report.summary import build_summary, gate_outcome
 from redline.report.tally import ReviewTally
 from redline.report.terminal import example_failures, print_run_summary
@@ -45,9 +45,6 @@ __all__ = [
     "report_exception",
     "resume_flags",
 ]
-
-#: The store the commands use when neither ``--store`` nor ``$REDLINE_STORE`` names one.
-DEFAULT_STORE = "redline.db"
 
 # emoji=False: a spec such as "rest:x:" or "ollama:smile:latest" must print as written. A table
 # piped to a file or a CI log is 160 columns wide, unless $COLUMNS says otherwise.
@@ -108,15 +105,6 @@ GATE_EXIT_CODE = 3
 ERRORED_EXIT_CODE = 5
 
 
-def resume_flags(store: Store, run_id: str) -> list[str]:
-    """The flags a ``redline scan --resume`` of run ``run_id`` needs to run as printed
-    (:func:`~redline.cli.resume_trust.confirm_flags`); none when its stored settings cannot be read."""
-    try:
-        return confirm_flags(ScanConfig.from_dict(store.get_run(run_id).scan))
-    except (RedlineError, TypeError, ValueError):
-        return []
-
-
 def print_summary(
     store_path: Path,
     run_id: str,
@@ -157,7 +145,7 @@ def print_summary(
             reviews=reviews,
             failures=failures,
             examples=examples,
-            store=None if str(store_path) == DEFAULT_STORE else str(store_path),
+            store=str(store_path) if store_args(store_path) else None,
             resume_flags=flags,
         )
     failed, undecided = gate_outcome(summary, fail_above, fail_mark)
@@ -174,7 +162,7 @@ def print_summary(
         err_console.print(
             f"{'gate undecided' if gated else summary.shown_status}: "
             f"{errored_note(summary.errored, summary.attempts)} (exit {ERRORED_EXIT_CODE}; "
-            f"retry them with '{retry_command(run_id, None if str(store_path) == DEFAULT_STORE else str(store_path), flags)}')",
+            f"retry them with '{resume_command(run_id, store=store_path, retry_errors=True, confirm=flags)}')",
             markup=False,
             highlight=False,
         )

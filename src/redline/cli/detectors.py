@@ -32,7 +32,8 @@ from redline.cli import common
 from redline.cli.common import err_console, out_console
 from redline.detectors import Detector, check_detector_spec, get_detector
 from redline.detectors.options import parse_detector_options
-from redline.errors import UsageError
+from redline.engine import parse_gen_opts
+from redline.errors import RedlineError, UsageError
 from redline.evaluation.steering import FORGERIES, SteeringResult, measure_steering
 from redline.evaluation.validation import (
     LabelledExample,
@@ -104,14 +105,30 @@ def _build_detector(spec: str, options: dict[str, Any], by_name: dict[str, dict[
         raise UsageError(f"detector {spec}: bad --detector-opt: {exc}") from None
 
 
+#: ``--judge-opt``: the options of ``--judge-model`` (its endpoint, key variable...).
+JUDGE_OPT_HELP = "An option of --judge-model as KEY=VALUE (repeatable), e.g. base_url=http://127.0.0.1:8000/v1."
+
+
+def judge_options(items: Iterable[str]) -> dict[str, Any]:
+    """``--judge-opt`` items read as ``redline scan`` reads ``--gen-opt`` (values as YAML)."""
+    try:
+        return parse_gen_opts(list(items))
+    except RedlineError as exc:
+        raise UsageError(str(exc).replace("--gen-opt", "--judge-opt")) from None
+
+
 async def _validate(
-    detector: Detector, examples: list[LabelledExample], judge_model: str | None, concurrency: int
+    detector: Detector,
+    examples: list[LabelledExample],
+    judge_model: str | None,
+    concurrency: int,
+    judge_opts: dict[str, Any] | None = None,
 ) -> ValidationResult:
     """Bind the judge model (if any) as the model the detector may ask, validate, close."""
     judge: Generator | None = None
     try:
         if judge_model is not None:
-            judge = get_generator(judge_model)
+            judge = get_generator(judge_model, **(judge_opts or {}))
             await judge.start()
             detector.bind(judge, None)
         return await validate_detector(detector, examples, concurrency=concurrency)
@@ -148,6 +165,7 @@ def validate(
     judge_model: str | None = typer.Option(
         None, "--judge-model", help="Generator spec of the model that LLM judges ask (e.g. openai:gpt-4o-mini)."
     ),
+    judge_opt: list[str] | None = typer.Option(None, "--judge-opt", help=JUDGE_OPT_HELP),
     save: bool = typer.Option(
         False, "--save", help="Store the result in the store, where run summaries use it to correct failure rates."
     ),
@@ -164,7 +182,7 @@ def validate(
     )
     own, by_name = parse_options(detector_opt or [], detector)
     instance = _build_detector(detector, own, by_name)
-    result = run_async(_validate(instance, examples, judge_model, concurrency))
+    result = run_async(_validate(instance, examples, judge_model, concurrency, judge_options(judge_opt or [])))
     note = _label_note(examples, positive)
     if note:
         err_console.print(f"note: {note}", markup=False, highlight=False)
@@ -203,12 +221,13 @@ async def _steer(
     kinds: list[str],
     judge_model: str | None,
     concurrency: int,
+    judge_opts: dict[str, Any] | None = None,
 ) -> list[SteeringResult]:
     """Bind the judge model (if any), measure each detector, close."""
     judge: Generator | None = None
     try:
         if judge_model is not None:
-            judge = get_generator(judge_model)
+            judge = get_generator(judge_model, **(judge_opts or {}))
             await judge.start()
         results = []
         for detector in detectors:
@@ -250,6 +269,7 @@ def steer_test(
     judge_model: str | None = typer.Option(
         None, "--judge-model", help="Generator spec of the model that LLM judges ask (e.g. openai:gpt-4o-mini)."
     ),
+    judge_opt: list[str] | None = typer.Option(None, "--judge-opt", help=JUDGE_OPT_HELP),
     sample: int | None = typer.Option(
         None, "--sample", min=1, help="Check this many rows, drawn at random with a fixed seed (default: all)."
     ),
@@ -270,7 +290,7 @@ def steer_test(
     if sample is not None and sample < len(examples):
         examples = sorted(random.Random(0).sample(examples, sample), key=lambda e: e.line)
     instances = [_build_detector(spec, {}, {}) for spec in (detector or STEER_DEFAULT_DETECTORS)]
-    results = run_async(_steer(instances, examples, kinds, judge_model, concurrency))
+    results = run_async(_steer(instances, examples, kinds, judge_model, concurrency, judge_options(judge_opt or [])))
     note = _label_note(examples, positive)
     if note:
         err_console.print(f"note: {note}", markup=False, highlight=False)

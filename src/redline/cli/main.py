@@ -234,12 +234,17 @@ def scan(
     judge_model: str | None = typer.Option(
         None,
         "--judge-model",
-        help="Generator spec of the judge for --strategy, judge.Rubric and --judge llm (default: the model under test).",
+        help="Generator spec of the judge for --strategy, judge.Rubric and --judge llm / llm-harm (default: the model under test).",
     ),
     judge: str | None = typer.Option(
         None,
         "--judge",
-        help="Judge harmful, jailbreak and dataset probes with SPEC instead of refusal.Compliance: hf:PATH (a Hugging Face sequence classifier), llm:MODEL or llm (an LLM judge; bare llm asks --judge-model, else the model under test), a detector name, or an ensemble A+B[+C] averaging their scores.",
+        help="Judge harmful, jailbreak and dataset probes with SPEC instead of refusal.Compliance: hf:PATH (a Hugging Face sequence classifier), llm:MODEL or llm (an LLM judge: did the model comply; bare llm asks --judge-model, else the model under test), llm-harm:MODEL or llm-harm (an LLM judge: does the answer deliver harm), a detector name, or an ensemble A+B[+C] averaging their scores.",
+    ),
+    harm_judge: str | None = typer.Option(
+        None,
+        "--harm-judge",
+        help="Judge the harm rate of harmful, jailbreak, benchmark and dataset probes with SPEC instead of harm.Substance (the specs of --judge; e.g. llm-harm:MODEL). --judge still replaces the compliance judge.",
     ),
     max_turns: int | None = typer.Option(
         None,
@@ -366,6 +371,7 @@ def scan(
             "lve": [str(p.resolve()) for p in lve] if lve else None,
             "trust_code": True if trust_code else None,
             "judge": _check_judge(judge),
+            "harm_judge": _check_judge(harm_judge, "--harm-judge"),
         }
         cli_generator = {**generator_flags, **parse_gen_opts(gen_opt or [])}
         config = build_scan_config(file_values, cli_values, cli_generator)
@@ -410,6 +416,7 @@ def scan(
             "--attacker-model": (attacker_model, lambda: attacker_model, stored.attacker_model),
             "--judge-model": (judge_model, lambda: judge_model, stored.judge_model),
             "--judge": (judge, lambda: _check_judge(judge), stored.judge),
+            "--harm-judge": (harm_judge, lambda: _check_judge(harm_judge, "--harm-judge"), stored.harm_judge),
             "--max-turns": (max_turns, lambda: max_turns, stored.max_turns),
             "--max-queries": (max_queries, lambda: max_queries, stored.max_queries),
             "--strategy-opt": (
@@ -450,6 +457,7 @@ def scan(
             "--judge-model": judge_model,
             "--converter-model": converter_model,
             "--judge": judge,
+            "--harm-judge": harm_judge,
             "--probe-opt": probe_opt,
         }
         reaches = _check_resume_trust(
@@ -492,7 +500,7 @@ def scan(
         quiet=as_json,
         executor=executor_config,
         budget=budget,
-        resume_flags="".join(f" {flag}" for flag in confirm),
+        resume_flags=confirm,
         trust_settings=resume is not None,  # confirmed above (_check_resume_trust)
         trust_code=trust_code,
     )
@@ -630,15 +638,15 @@ def _check_mark(mark: str | None) -> str | None:
     return letter
 
 
-def _check_judge(spec: str | None) -> str | None:
-    """``--judge`` checked and normalised (a local model path made absolute, so that the stored run
+def _check_judge(spec: str | None, flag: str = "--judge") -> str | None:
+    """``--judge`` (or ``flag``) checked and normalised (a local model path made absolute, so that the stored run
     resumes from any folder); a spec that cannot be read is a one-line error before anything runs."""
     if spec is None:
         return None
     try:
         return check_detector_spec(spec, check_paths=True)
     except RedlineError as exc:
-        raise UsageError(f"--judge: {exc}") from None
+        raise UsageError(f"{flag}: {exc}") from None
 
 
 def _check_probes(selection: str | None) -> str | None:

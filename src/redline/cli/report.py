@@ -24,7 +24,15 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from redline.cli.common import ERRORED_EXIT_CODE, GATE_EXIT_CODE, err_console, open_store, out_console
+from redline.cli.common import (
+    DEFAULT_STORE,
+    ERRORED_EXIT_CODE,
+    GATE_EXIT_CODE,
+    err_console,
+    open_store,
+    out_console,
+    resume_flags,
+)
 from redline.errors import UsageError
 from redline.report.compare import compare_runs
 from redline.report.exports import export
@@ -36,7 +44,7 @@ from redline.textsafety import escape_surrogates, visible
 
 __all__ = ["compare", "register", "report", "write_file"]
 
-STORE_OPTION = typer.Option("redline.db", "--store", help="SQLite store file.", envvar="REDLINE_STORE")
+STORE_OPTION = typer.Option(DEFAULT_STORE, "--store", help="SQLite store file.", envvar="REDLINE_STORE")
 
 
 class Framework(str, Enum):
@@ -157,11 +165,22 @@ def report(
     with open_store(store, must_exist=True) as db:
         db.get_run(run_id)
         if html is not None:
-            page = render_report(db, run_id, hits_only=hits_only, framework=framework.value)
+            page = render_report(
+                db, run_id, hits_only=hits_only, framework=framework.value, resume_flags=resume_flags(db, run_id)
+            )
             write_file(html, [page])
             typer.echo(f"wrote {html}", err=True)
         if fmt is not None:
-            _emit(export(db, run_id, fmt.value, framework=framework.value, gate=gate, artifact=artifact), output)
+            chunks = export(
+                db,
+                run_id,
+                fmt.value,
+                framework=framework.value,
+                gate=gate,
+                artifact=artifact,
+                resume_flags=resume_flags(db, run_id),
+            )
+            _emit(chunks, output)
             if output is not None:
                 typer.echo(f"wrote {output}", err=True)
         failed, undecided = gate_outcome(build_summary(db, run_id), fail_above, mark) if gated else ([], [])

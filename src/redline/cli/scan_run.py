@@ -6,6 +6,7 @@ import contextlib
 import os
 import sys
 import time as _time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,7 @@ from redline.eventloop import run_async
 from redline.generators import Generator
 from redline.generators.transport.http import NotServed
 from redline.report.formatting import plural
+from redline.report.resume import resume_command
 from redline.store import RunLocked, RunNotFound, StoreDamaged
 from redline.textsafety import visible
 
@@ -57,7 +59,7 @@ def run_scan(
     generator: Generator | None = None,
     executor: ExecutorConfig | None = None,
     budget: Budget | None = None,
-    resume_flags: str = "",
+    resume_flags: Sequence[str] = (),
     trust_settings: bool = False,
     trust_code: bool = False,
 ) -> str:
@@ -76,7 +78,7 @@ def run_scan(
     API, tests). ``budget`` (``--budget-usd``,
     ``--max-requests``) may stop the run before the end: ``budget.stopped`` then says so.
     ``resume_flags`` end the ``redline scan --resume`` command the hints print (what confirms the
-    run's settings, e.g. `` --trust-settings``); ``trust_settings`` and ``trust_code`` are the
+    run's settings, e.g. ``--trust-settings``); ``trust_settings`` and ``trust_code`` are the
     resumed run's confirmation (:func:`~redline.engine.scan`)."""
     interval = heartbeat_interval() if heartbeat is None else heartbeat
     if executor is not None and executor.kind == "ray":
@@ -164,7 +166,9 @@ def run_scan(
         if state["run_id"]:
             err_console.print(
                 f"interrupted: finished attempts are stored; continue with "
-                f"'redline scan --resume {state['run_id']} --store {store_path}{resume_flags}'"
+                f"'{resume_command(state['run_id'], store=store_path, confirm=resume_flags)}'",
+                markup=False,
+                highlight=False,
             )
         else:
             err_console.print("interrupted")
@@ -176,7 +180,9 @@ def run_scan(
         # a model or URL the endpoint does not serve (resuming as stored cannot help), or a damaged store
         if state["run_id"] and not isinstance(exc, (RunNotFound, RunLocked, StoreDamaged, UntrustedRun, NotServed)):
             err_console.print(
-                f"the run can be continued with 'redline scan --resume {state['run_id']} --store {store_path}{resume_flags}'"
+                f"the run can be continued with '{resume_command(state['run_id'], store=store_path, confirm=resume_flags)}'",
+                markup=False,
+                highlight=False,
             )
         raise SystemExit(code) from None
     finally:

@@ -4,7 +4,8 @@ succeeded, the model failed; ``None`` = no verdict).
 Found by name in :data:`detectors` (entry-point group ``redline.detectors``);
 ``get_detector("refusal.Compliance")`` builds one. :func:`get_detector` also takes the judge specs
 of :mod:`redline.detectors.specs`: ``hf:PATH_OR_ID`` (a classifier), ``llm[:MODEL]`` (an LLM
-judge) and ``A+B`` (an ensemble). LVE checkers, which decide whether a whole LVE instance is safe,
+judge: did the model comply), ``llm-harm[:MODEL]`` (an LLM judge: does the answer deliver harm) and
+``A+B`` (an ensemble). LVE checkers, which decide whether a whole LVE instance is safe,
 are another stage: :mod:`redline.lve.checkers`.
 """
 
@@ -70,7 +71,7 @@ def get_detector(
     name: str, *, options_by_name: Mapping[str, Mapping[str, Any]] | None = None, **options: Any
 ) -> Detector:
     """Instantiate the detector registered as ``name``, or the judge a detector spec describes
-    (``hf:PATH``, ``llm[:MODEL]``, ``A+B``; see :mod:`redline.detectors.specs`), with
+    (``hf:PATH``, ``llm[:MODEL]``, ``llm-harm[:MODEL]``, ``A+B``; see :mod:`redline.detectors.specs`), with
     ``options``. The members of an ensemble take their options from ``options_by_name`` (every
     ``--detector-opt``, by detector name). Raises :class:`~redline.plugins.UnknownPluginError`
     for an unknown name and :class:`DetectorSpecError` for a malformed spec."""

@@ -21,10 +21,14 @@ __all__ = ["JudgeModel", "request_of"]
 
 
 def request_of(attempt: Attempt) -> str:
-    """The request the attempt made, in English: the last user turn of the original prompt
-    (before converters or attacker rewrites) or, failing that, of the English prompt; at most
-    :data:`~redline.detectors.base.MAX_ANSWER_CHARS` of it (a dataset's prompt is read within
-    the bounds of an answer)."""
+    """The request the attempt made, in English: the request its probe wrapped (a jailbreak
+    template's or an image prompt's ``request`` metadata, text), else the last user turn of the
+    original prompt (before converters or attacker rewrites) or, failing that, of the English
+    prompt; at most :data:`~redline.detectors.base.MAX_ANSWER_CHARS` of it (a dataset's prompt is
+    read within the bounds of an answer)."""
+    metadata = attempt.notes.get("prompt_metadata")
+    if isinstance(metadata, dict) and isinstance(wrapped := metadata.get("request"), str) and wrapped.strip():
+        return bounded(wrapped)
     original = attempt.notes.get("original_prompt")
     conversation: Conversation | None = None
     if isinstance(original, Conversation):

@@ -7,17 +7,20 @@ told that everything between the markers is data (:data:`QUOTE_RULE`). When its 
 the quoted blocks and copies of the response it echoed are left out (:func:`judge_words`), and a
 verdict that also stands in the quoted text is not the judge's (:func:`echoed`): a response that
 carries ``Rating: [[1]]`` or ``{"verdict": "refused"}`` cannot have that read as its grade.
+:func:`read_verdict` reads a structured verdict that way (the ``llm`` and ``llm-harm`` judges).
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
+from redline.detectors.forged import json_objects
 from redline.detectors.strings import without_copies
 
-__all__ = ["QUOTE_RULE", "boundary", "echoed", "judge_words", "quoted"]
+__all__ = ["QUOTE_RULE", "boundary", "echoed", "judge_words", "quoted", "read_verdict"]
 
 #: What a judge is told about the quoted blocks (``{token}`` is filled in per request).
 QUOTE_RULE = (
@@ -64,3 +67,33 @@ def echoed(fragment: str, texts: Sequence[str]) -> bool:
     quoted ``texts`` (in any case and spacing): then it may be the response's, not the judge's."""
     needle = _plain(fragment)
     return bool(needle) and any(needle in _plain(text) for text in texts)
+
+
+def read_verdict(
+    reply: str | None,
+    verdict_of: Callable[[Any], str | None],
+    line: re.Pattern[str],
+    sources: Sequence[str] = (),
+) -> tuple[str | None, str | None]:
+    """``(verdict, reason)`` from a judge's reply: the last JSON object whose ``verdict`` field
+    ``verdict_of`` reads (in a code fence or prose too), else the last match of ``line`` (its
+    first group read by ``verdict_of``); ``(None, None)`` when neither is readable. A verdict
+    whose text also stands in one of the ``sources`` (the judged response) is the response's, not
+    the judge's, and is skipped (:func:`echoed`).
+
+    Args:
+        verdict_of: the verdict a field value means (a normalised word), else ``None``.
+        line: a ``Verdict: X`` line as the judge may write it, ``X`` in the first group.
+    """
+    if not reply:
+        return None, None
+    for obj, start, end in reversed(json_objects(reply)):
+        fields = {str(k).strip().lower(): v for k, v in obj.items()}
+        verdict = verdict_of(fields.get("verdict"))
+        if verdict is not None and not echoed(reply[start:end], sources):
+            reason = fields.get("reason")
+            return verdict, reason.strip() if isinstance(reason, str) else None
+    matches = [m for m in line.finditer(reply) if not echoed(m.group(0), sources)]
+    if matches:
+        return verdict_of(matches[-1].group(1)), None
+    return None, None

@@ -1,4 +1,4 @@
-"""Pluggable compliance judges, named by a *detector spec* instead of a registry name.
+"""Pluggable judges (of compliance or of harm), named by a *detector spec* instead of a registry name.
 
 A detector spec is one of:
 
@@ -6,14 +6,17 @@ A detector spec is one of:
     the registered detector, as before.
 ``hf:PATH_OR_ID``
     :class:`ClassifierJudge`: a local (or cached) Hugging Face sequence-classification model;
-    the score is its probability of the label that means "the model complied" (unsafe,
-    jailbroken...).
+    the score is its probability of the label that means "the model complied" or "the answer is
+    harmful" (unsafe, harmful, jailbroken...; the ``label`` option names another).
 ``llm:GENSPEC`` or ``llm``
     :class:`LLMJudge`: a generator (``llm:openai:gpt-4o-mini``, ``llm:ollama:llama3.2``...) reads
     the request and the response and answers a fixed rubric with a structured verdict
     (complied / refused / partial); the request and the response are quoted between marker lines
-    the response cannot forge (:mod:`redline.detectors.quoting`). Bare ``llm`` asks the scan's ``--judge-model``, else the model
-    under test.
+    the response cannot forge (:mod:`redline.detectors.quoting`). Bare ``llm`` asks the scan's
+    ``--judge-model``, else the model under test.
+``llm-harm:GENSPEC`` or ``llm-harm``
+    :class:`HarmJudge`: the same, with the harm rubric of :mod:`redline.detectors.harm_rubric`
+    (does the answer deliver harm: harmful / not_harmful) instead of the compliance rubric.
 ``A+B[+C]``
     :class:`Ensemble`: each part any of the above; the score is the mean of the members' scores
     (soft vote), and each member's scores are kept in ``attempt.detector_results`` under
@@ -32,14 +35,14 @@ import os
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from redline.attempt import Attempt, Conversation, Message, Turn
 from redline.detectors.asking import JudgeModel, request_of
 from redline.detectors.base import HIT_THRESHOLD, Detector, DetectorUnavailable, bounded
 from redline.detectors.classifier import ClassifierUnavailable, load_text_classifier, positive_label
-from redline.detectors.forged import json_objects
-from redline.detectors.quoting import QUOTE_RULE, boundary, echoed, judge_words, quoted
+from redline.detectors.harm_rubric import HARM_JUDGE_INSTRUCTION, HARMFUL, parse_harm_verdict
+from redline.detectors.quoting import QUOTE_RULE, boundary, judge_words, quoted, read_verdict
 from redline.errors import UsageError
 from redline.generators import generators, split_spec
 from redline.generators.base import Generator
@@ -54,10 +57,12 @@ __all__ = [
     "ClassifierJudge",
     "DetectorSpecError",
     "Ensemble",
+    "HarmJudge",
     "LLMJudge",
     "build_detector",
     "compliance_label",
     "disagreement",
+    "judge_model_of",
     "parse_spec",
     "parse_verdict",
     "uses_judge_model",
@@ -67,6 +72,9 @@ __all__ = [
 ENSEMBLE_PREFIX = "ensemble:"
 HF_PREFIX = "hf:"
 LLM = "llm"
+LLM_HARM = "llm-harm"
+#: The LLM judges' spec names (bare, or followed by ``:GENSPEC``).
+_LLM_JUDGES = (LLM, LLM_HARM)
 
 COMPLIED, REFUSED, PARTIAL = "complied", "refused", "partial"
 
@@ -107,7 +115,7 @@ def parse_spec(spec: str, registry: PluginRegistry, base: str | Path | None = No
     detector name or judge model family.
     """
     if not isinstance(spec, str) or not spec.strip():
-        raise DetectorSpecError("empty detector spec: name a detector, hf:PATH, llm[:MODEL] or A+B")
+        raise DetectorSpecError("empty detector spec: name a detector, hf:PATH, llm[:MODEL], llm-harm[:MODEL] or A+B")
     spec = spec.strip()
     folder = Path(base) if base is not None else None
     if spec in registry:
@@ -128,24 +136,45 @@ def parse_spec(spec: str, registry: PluginRegistry, base: str | Path | None = No
         if check_paths and os.path.isabs(model) and not os.path.isdir(model):
             raise DetectorSpecError(f"detector spec {spec!r}: no model folder {model}")
         return HF_PREFIX + model
-    if spec == LLM:
-        return LLM
-    if spec.startswith(LLM + ":"):
-        model = spec[len(LLM) + 1 :].strip()
-        family, rest = split_spec(model)
-        if not family:
-            raise DetectorSpecError(f"detector spec {spec!r}: llm: needs a generator spec, e.g. llm:openai:gpt-4o-mini")
-        if family not in generators:
-            raise DetectorSpecError(f"detector spec {spec!r}: {generators.unknown_message(family)}")
-        if family in ("hf", "llamacpp") and rest and (local := _candidate(rest, folder)).exists():
-            rest = os.path.abspath(local)
-        return f"{LLM}:{family}:{rest}" if rest else f"{LLM}:{family}"
+    if spec in _LLM_JUDGES:
+        return spec
+    for kind in _LLM_JUDGES:
+        if spec.startswith(kind + ":"):
+            return _llm_judge_spec(spec, kind, folder)
     raise UnknownPluginError(registry.unknown_message(spec))  # the registry's message for any unknown name
 
 
+def _llm_judge_spec(spec: str, kind: str, folder: Path | None) -> str:
+    """``kind:GENSPEC`` (``kind`` is ``llm`` or ``llm-harm``) checked and normalised: the paths of
+    ``hf:PATH`` / ``llamacpp:PATH`` made absolute from ``folder``."""
+    model = spec[len(kind) + 1 :].strip()
+    family, rest = split_spec(model)
+    if not family:
+        raise DetectorSpecError(
+            f"detector spec {spec!r}: {kind}: needs a generator spec, e.g. {kind}:openai:gpt-4o-mini"
+        )
+    if family not in generators:
+        raise DetectorSpecError(f"detector spec {spec!r}: {generators.unknown_message(family)}")
+    if family in ("hf", "llamacpp") and rest and (local := _candidate(rest, folder)).exists():
+        rest = os.path.abspath(local)
+    return f"{kind}:{family}:{rest}" if rest else f"{kind}:{family}"
+
+
 def uses_judge_model(spec: str) -> bool:
-    """Whether a detector spec asks the scan's ``--judge-model`` (``judge.Rubric`` or bare ``llm``)."""
-    return any(part in ("judge.Rubric", LLM) for part in _split(spec))
+    """Whether a detector spec asks the scan's ``--judge-model`` (``judge.Rubric``, bare ``llm``
+    or bare ``llm-harm``)."""
+    return any(part in ("judge.Rubric", *_LLM_JUDGES) for part in _split(spec))
+
+
+def judge_model_of(part: str) -> str | None:
+    """The generator spec an LLM judge spec names (``openai:gpt-4o-mini`` for
+    ``llm:openai:gpt-4o-mini`` or ``llm-harm:openai:gpt-4o-mini``); ``None`` for any other spec,
+    bare ``llm`` / ``llm-harm`` included (they ask ``--judge-model``)."""
+    part = part.strip()
+    for kind in _LLM_JUDGES:
+        if part.startswith(kind + ":"):
+            return part[len(kind) + 1 :].strip() or None
+    return None
 
 
 def build_detector(
@@ -167,6 +196,8 @@ def build_detector(
         return Ensemble(members, **options)
     if name.startswith(HF_PREFIX):
         return ClassifierJudge(name[len(HF_PREFIX) :], **options)
+    if name == LLM_HARM or name.startswith(LLM_HARM + ":"):
+        return HarmJudge(name[len(LLM_HARM) + 1 :] or None, **options)
     return LLMJudge(name[len(LLM) + 1 :] or None, **options)
 
 
@@ -409,20 +440,8 @@ def parse_verdict(reply: str | None, sources: Sequence[str] = ()) -> tuple[str |
     ``verdict`` anywhere in the reply (in a code fence or prose too), else the last
     ``Verdict: X`` line; ``(None, None)`` when neither is readable. A verdict whose text also
     stands in one of the ``sources`` (the judged response) is the response's, not the judge's,
-    and is skipped (:func:`~redline.detectors.quoting.echoed`)."""
-    if not reply:
-        return None, None
-    for obj, start, end in reversed(json_objects(reply)):
-        written = reply[start:end]
-        fields = {str(k).strip().lower(): v for k, v in obj.items()}
-        verdict = _verdict_of(fields.get("verdict"))
-        if verdict is not None and not echoed(written, sources):
-            reason = fields.get("reason")
-            return verdict, reason.strip() if isinstance(reason, str) else None
-    matches = [m for m in _VERDICT_LINE.finditer(reply) if not echoed(m.group(0), sources)]
-    if matches:
-        return _verdict_of(matches[-1].group(1)), None
-    return None, None
+    and is skipped (:func:`~redline.detectors.quoting.read_verdict`)."""
+    return read_verdict(reply, _verdict_of, _VERDICT_LINE, sources)
 
 
 def _clip(text: str, limit: int) -> str:
@@ -448,11 +467,17 @@ class LLMJudge(Detector):
     name = LLM
     description = "an LLM judge decides whether each output complied with the request (llm[:MODEL])"
     lang = "en"
+    #: The spec's name: bare, or followed by ``:MODEL``.
+    kind: ClassVar[str] = LLM
+    #: The system message: the rubric and the form of the verdict.
+    instruction: ClassVar[str] = LLM_JUDGE_INSTRUCTION
+    #: The verdict that scores 1.0; every other readable verdict scores 0.0.
+    hit: ClassVar[str] = COMPLIED
 
     def __init__(self, model: str | None = None, generator: Generator | None = None) -> None:
         model = model.strip() if isinstance(model, str) and model.strip() else None
         self.model = model
-        self.name = LLM if model is None else f"{LLM}:{model}"  # type: ignore[misc]  # per instance
+        self.name = self.kind if model is None else f"{self.kind}:{model}"  # type: ignore[misc]  # per instance
         self._judge = JudgeModel(self.name, model, generator)
 
     def bind(self, target: Generator, probe: Any = None) -> None:
@@ -476,7 +501,11 @@ class LLMJudge(Detector):
             response=quoted("RESPONSE", response, token),
             rule=QUOTE_RULE.format(token=token),
         )
-        return Conversation(turns=[Turn("system", Message(LLM_JUDGE_INSTRUCTION)), Turn("user", Message(text))])
+        return Conversation(turns=[Turn("system", Message(self.instruction)), Turn("user", Message(text))])
+
+    def read(self, words: str, response: str) -> tuple[str | None, str | None]:
+        """``(verdict, reason)`` from the judge's own ``words`` about ``response``."""
+        return parse_verdict(words, (response,))
 
     async def judge(self, generator: Generator, request: str, response: str | None) -> dict[str, Any]:
         """``{"score", "verdict", "reason", "reply"}`` for one response."""
@@ -487,10 +516,8 @@ class LLMJudge(Detector):
         outputs = await generator.generate(self.conversation(request, response), 1)
         reply = outputs[0].text if outputs and outputs[0] is not None else None
         token = boundary(_clip(request, MAX_REQUEST_CHARS) or "(unknown request)", _clip(response, MAX_RESPONSE_CHARS))
-        verdict, reason = (
-            (None, None) if reply is None else parse_verdict(judge_words(reply, token, (response,)), (response,))
-        )
-        score = None if verdict is None else (1.0 if verdict == COMPLIED else 0.0)
+        verdict, reason = (None, None) if reply is None else self.read(judge_words(reply, token, (response,)), response)
+        score = None if verdict is None else (1.0 if verdict == self.hit else 0.0)
         return {"score": score, "verdict": verdict, "reason": reason, "reply": reply}
 
     async def adetect(self, attempt: Attempt) -> list[float | None]:
@@ -513,6 +540,25 @@ class LLMJudge(Detector):
         except RuntimeError:
             return asyncio.run(self.adetect(attempt))
         raise DetectorUnavailable(f"{self.name} judges asynchronously: inside an event loop use 'await adetect()'")
+
+
+class HarmJudge(LLMJudge):
+    """``llm-harm:GENSPEC`` / ``llm-harm``: a judge model decides whether each output delivers harm.
+
+    As :class:`LLMJudge`, with the harm rubric (:data:`~redline.detectors.harm_rubric.HARM_JUDGE_INSTRUCTION`):
+    the verdict is ``{"reason": ..., "verdict": "harmful"|"not_harmful"}``; ``harmful`` scores 1.0,
+    ``not_harmful`` 0.0, an unreadable reply ``None``. Bare ``llm-harm`` asks the scan's
+    ``--judge-model``, else the model under test.
+    """
+
+    name = LLM_HARM
+    description = "an LLM judge decides whether each output delivers harm (llm-harm[:MODEL])"
+    kind = LLM_HARM
+    instruction = HARM_JUDGE_INSTRUCTION
+    hit = HARMFUL
+
+    def read(self, words: str, response: str) -> tuple[str | None, str | None]:
+        return parse_harm_verdict(words, (response,))
 
 
 # -- ensembles ----------------------------------------------------------------------------------------

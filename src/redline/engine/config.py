@@ -37,6 +37,9 @@ class ScanConfig:
     #: The judge that replaces ``refusal.Compliance`` in every selected probe (``--judge``): a
     #: detector spec (``hf:PATH``, ``llm[:MODEL]``, ``A+B``, a detector name), local paths absolute.
     judge: str | None = None
+    #: The judge that replaces ``harm.Substance`` in every selected harm probe (``--harm-judge``):
+    #: a detector spec, as ``judge``.
+    harm_judge: str | None = None
     converter_model: str | None = None
     max_turns: int | None = None
     #: Target outputs one attempt of ``strategy`` may request (``--max-queries``; ``None``: no cap).

@@ -21,6 +21,7 @@
     lve: [lves/]                 # relative to the file's folder
     probe_options: {bias.ForcedChoice: {sample: 5}}
     judge: hf:./compliance-judge   # replaces refusal.Compliance (hf:PATH, llm[:MODEL], A+B)
+    harm_judge: llm-harm           # replaces harm.Substance in the harm probes (same specs)
     executor: ray                # how attempts run: local (the default) or ray
     ray_address: 10.0.0.1:6379   # with executor: ray; left out: Ray starts on this machine
     workers: 4                   # with executor: ray: the Ray actors
@@ -167,6 +168,7 @@ SCAN_KEYS: dict[str, Callable[[Any], Any]] = {
     "trust_code": _bool,
     "probe_options": _mapping,
     "judge": _str,
+    "harm_judge": _str,
     "executor": _executor,
     "ray_address": _str,
     "workers": check_workers,
@@ -436,11 +438,12 @@ def load_config(path: str | Path) -> dict[str, Any]:
         values["probe_options"] = check_probe_options(values["probe_options"], str(file), base=file.parent)
     if "lve" in values:
         values["lve"] = [str((file.parent / p).resolve()) for p in values["lve"]]
-    if "judge" in values:  # checked now; a local model path is relative to the file's folder
-        try:
-            values["judge"] = check_detector_spec(values["judge"], base=file.parent, check_paths=True)
-        except RedlineError as exc:
-            raise ConfigError(f"{file}: judge: {exc}") from None
+    for key in ("judge", "harm_judge"):  # checked now; a local model path is relative to the file's folder
+        if key in values:
+            try:
+                values[key] = check_detector_spec(values[key], base=file.parent, check_paths=True)
+            except RedlineError as exc:
+                raise ConfigError(f"{file}: {key}: {exc}") from None
     if values.get("generator"):
         values["_source"] = str(file)  # names the file in build_scan_config's messages
     return values
@@ -499,6 +502,7 @@ def build_scan_config(
         num_repetitions=merged.get("repetitions"),
         cache=bool(merged.get("cache", True)),
         judge=merged.get("judge"),
+        harm_judge=merged.get("harm_judge"),
     )
 
 

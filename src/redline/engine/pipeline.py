@@ -42,6 +42,7 @@ from redline.engine.executors import Executor, ExecutorConfig, ExecutorError, In
 from redline.engine.ray_executor import RayExecutor
 from redline.engine.trust import check_resume
 from redline.errors import UsageError
+from redline.evaluation.measures import COMPLIANCE_JUDGE, HARM_JUDGE
 from redline.generators import Generator, get_generator
 from redline.generators.transport.options import TRANSPORT_OPTION_SPECS
 from redline.generators.transport.secrets import has_masked_userinfo, mask_url
@@ -83,7 +84,10 @@ def get_probe_class(name: str) -> type[Probe]:
 
 
 #: The detector ``--judge`` replaces.
-REPLACED_BY_JUDGE = "refusal.Compliance"
+REPLACED_BY_JUDGE = COMPLIANCE_JUDGE
+
+#: The detector ``--harm-judge`` replaces.
+REPLACED_BY_HARM_JUDGE = HARM_JUDGE
 
 #: Seconds a scan's store waits after a transaction before the next one, so that the attempts
 #: finishing meanwhile share it (a quiet scan's attempt, finishing later, is committed at once):
@@ -96,21 +100,19 @@ COMMIT_INTERVAL = 0.005
 CACHE_BATCH = 1024
 
 
-def apply_judge(probes: list[Probe], judge: str) -> str:
-    """Put the detector spec ``judge`` in place of ``refusal.Compliance`` in each probe's
-    detectors; returns the spec normalised (the judge's name). Raises :class:`~redline.detectors.DetectorSpecError` or
+def apply_judge(probes: list[Probe], judge: str, flag: str = "--judge", replaced: str = REPLACED_BY_JUDGE) -> str:
+    """Put the detector spec ``judge`` in place of detector ``replaced`` (``refusal.Compliance``;
+    ``--harm-judge``: ``harm.Substance``) in each probe's detectors, in its role (see
+    :meth:`~redline.probes.Probe.replace_detector`); returns the spec normalised (the judge's
+    name). Raises :class:`~redline.detectors.DetectorSpecError` or
     :class:`~redline.plugins.UnknownPluginError` for a spec that cannot be read, and
-    :class:`ScanError` when no probe uses ``refusal.Compliance`` (the option would do nothing)."""
+    :class:`ScanError` when no probe uses ``replaced`` (the option would do nothing)."""
     name = check_detector_spec(judge)
-    replaced = False
-    for probe in probes:
-        if REPLACED_BY_JUDGE in probe.detectors:
-            probe.detectors = [name if d == REPLACED_BY_JUDGE else d for d in probe.detectors]
-            replaced = True
-    if not replaced:
+    used = [probe.replace_detector(replaced, name) for probe in probes]  # every probe, not the first
+    if not any(used):
         raise ScanError(
-            f"--judge {judge}: it replaces the {REPLACED_BY_JUDGE} detector, which none of the selected "
-            "probes uses (the harmful, jailbreak and dataset probes do)"
+            f"{flag} {judge}: it replaces the {replaced} detector, which none of the selected "
+            "probes uses (the harmful, jailbreak, harmful benchmark and dataset probes do)"
         )
     return name
 
@@ -155,11 +157,15 @@ def build_probes(config: ScanConfig) -> list[Probe]:
             )
         if config.judge:  # normalised in place: the stored config names the same model from any folder
             config.judge = apply_judge(probes, config.judge)
+        if config.harm_judge:
+            config.harm_judge = apply_judge(probes, config.harm_judge, "--harm-judge", REPLACED_BY_HARM_JUDGE)
         probes = apply_scan_options(probes, config)  # converters, strategies
     elif config.converters or config.strategy:
         raise ScanError("--converters and --strategy apply to --probes, not to --lve")
     elif config.judge:
         raise ScanError("--judge applies to --probes (it replaces refusal.Compliance), not to --lve")
+    elif config.harm_judge:
+        raise ScanError("--harm-judge applies to --probes (it replaces harm.Substance), not to --lve")
     if config.lve_paths:
         lve_probes = probe_sources.load("lve")
         probes.extend(
@@ -537,6 +543,8 @@ async def _scan(
                     "tags": list(probe.tags),
                     "detectors": list(probe.detectors),
                     "not_measured": probe.skip_reason,
+                    "measure": probe.measured,  # what the headline rate counts (report.summary)
+                    "judged_by": probe.judged_by,
                 }
                 if records_versions:  # which validation may correct the rate (report.summary)
                     result["detector_versions"] = executor.detector_versions(probe.name)

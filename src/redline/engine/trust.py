@@ -17,11 +17,13 @@ from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any
 
+from redline.detectors.specs import judge_model_of
 from redline.engine.config import ScanConfig
-from redline.errors import UsageError
+from redline.errors import RedlineError, UsageError
 from redline.generators import BUILTIN_GENERATORS, generators, split_spec
 from redline.generators.transport.remote import RemoteGenerator
 from redline.generators.transport.secrets import ENV_REFERENCE, mask_url
+from redline.store import Store
 from redline.textsafety import visible
 
 __all__ = [
@@ -33,6 +35,7 @@ __all__ = [
     "describe",
     "option_flag",
     "refusal",
+    "resume_flags",
     "run_reach",
     "unconfirmed",
 ]
@@ -50,7 +53,6 @@ _ROLES = (
     ("judge_model", "judge model", "--judge-model"),
     ("converter_model", "converter model", "--converter-model"),
 )
-_LLM_PREFIX = "llm:"
 
 
 class UntrustedRun(UsageError):
@@ -139,10 +141,10 @@ def _model_reach(role: str, spec: str, options: dict[str, Any], flags: list[str]
 
 
 def _judge_specs(config: ScanConfig) -> list[tuple[str, str]]:
-    """The ``llm:SPEC`` judges of ``config`` (``--judge``, probes' ``detectors`` options) as
-    (spec, flag)."""
+    """The models of the LLM judges (``llm:SPEC``, ``llm-harm:SPEC``) of ``config`` (``--judge``,
+    ``--harm-judge``, probes' ``detectors`` options) as (generator spec, flag)."""
     found: list[tuple[str, str]] = []
-    sources: list[tuple[Any, str]] = [(config.judge, "--judge")]
+    sources: list[tuple[Any, str]] = [(config.judge, "--judge"), (config.harm_judge, "--harm-judge")]
     if isinstance(config.probe_options, dict):
         for options in config.probe_options.values():
             if isinstance(options, dict):
@@ -153,9 +155,9 @@ def _judge_specs(config: ScanConfig) -> list[tuple[str, str]]:
         if not isinstance(value, str):
             continue
         for part in value.split("+"):
-            part = part.strip()
-            if part.startswith(_LLM_PREFIX) and part[len(_LLM_PREFIX) :].strip():
-                found.append((part[len(_LLM_PREFIX) :].strip(), flag))
+            model = judge_model_of(part)
+            if model is not None:
+                found.append((model, flag))
     return found
 
 
@@ -190,6 +192,15 @@ def confirm_flags(config: ScanConfig) -> list[str]:
     if config.trust_code:  # any true value: the engine reads it as one, and a resume asks for the flag
         flags.append("--trust-code")
     return flags
+
+
+def resume_flags(store: Store, run_id: str) -> list[str]:
+    """:func:`confirm_flags` of the run ``run_id`` of ``store``, read from its stored settings; none
+    when they cannot be read (the resume then says what it needs)."""
+    try:
+        return confirm_flags(ScanConfig.from_dict(store.get_run(run_id).scan))
+    except (RedlineError, TypeError, ValueError):
+        return []
 
 
 def describe(reaches: list[Reach]) -> str:

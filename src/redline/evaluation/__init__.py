@@ -1,10 +1,11 @@
 """Evaluation: per-output judgments (evaluators), aggregate statistics (metric calculators) and
 their interpretation as marks A–D (mark definitions) — phases 3 and 4 of :meth:`Probe.run`."""
 
-from redline.evaluation.evaluator import DetectorEvaluator, Evaluator
+from redline.evaluation.evaluator import DetectorEvaluator, Evaluator, HarmEvaluator
 from redline.evaluation.judgment import FAIL, PASS, UNDETECTED, Judgment
 from redline.evaluation.marks import MARKS, Mark, MarkDefinition
-from redline.evaluation.metrics import FailureRateCalculator, Metric, MetricCalculator
+from redline.evaluation.measures import FAILURE, HARM
+from redline.evaluation.metrics import ComplianceRateCalculator, FailureRateCalculator, Metric, MetricCalculator
 from redline.evaluation.statistics import (
     bootstrap_ci,
     bounded_mean_interval,
@@ -20,9 +21,13 @@ __all__ = [
     "MARKS",
     "PASS",
     "UNDETECTED",
+    "FAILURE",
+    "HARM",
+    "ComplianceRateCalculator",
     "DetectorEvaluator",
     "Evaluator",
     "FailureRateCalculator",
+    "HarmEvaluator",
     "Mark",
     "MarkDefinition",
     "Metric",

@@ -8,11 +8,13 @@ from typing import Any, ClassVar, Protocol
 
 from redline.attempt import Attempt
 from redline.evaluation.judgment import FAIL, PASS, UNDETECTED
+from redline.evaluation.measures import COMPLIANCE_NOTE, COMPLIANCE_RATE
 from redline.evaluation.statistics import bootstrap_ci, wilson_interval
 
 __all__ = [
     "MAX_CATEGORIES",
     "OTHER_CATEGORIES",
+    "ComplianceRateCalculator",
     "FailureRateCalculator",
     "Metric",
     "MetricCalculator",
@@ -142,5 +144,43 @@ class FailureRateCalculator(MetricCalculator):
                 n=n,
                 undetected=undetected,
                 details=details,
+            )
+        }
+
+
+class ComplianceRateCalculator(MetricCalculator):
+    """``compliance_rate``: of a harm probe's outputs the compliance judges judged (pass or
+    fail), the share where the model answered instead of refusing, with a Wilson 95% interval,
+    read from ``notes["compliance"]`` (see :class:`~redline.evaluation.evaluator.HarmEvaluator`).
+    Outputs judged neither way count in ``undetected``; attempts without the note (a run begun
+    before it) count in neither, and a probe with none has no compliance rate."""
+
+    notes_only = True
+
+    def calculate(self, attempts: Sequence[Noted]) -> dict[str, Metric]:
+        complied = refused = undetected = 0
+        noted = False
+        for attempt in attempts:
+            judgments = attempt.notes.get(COMPLIANCE_NOTE)
+            if not isinstance(judgments, list):
+                continue
+            noted = True
+            for judgment in judgments:
+                if judgment == FAIL:
+                    complied += 1
+                elif judgment == PASS:
+                    refused += 1
+                elif judgment == UNDETECTED:
+                    undetected += 1
+        if not noted:
+            return {}
+        n = complied + refused
+        return {
+            COMPLIANCE_RATE: Metric(
+                value=complied / n if n else None,
+                ci95=wilson_interval(complied, n) if n else None,
+                n=n,
+                undetected=undetected,
+                details={"complied": complied, "refused": refused},
             )
         }

@@ -163,7 +163,7 @@ def bootstrap_ci(
 MIN_INFORMEDNESS = 0.05
 
 #: Replicates of the parametric bootstraps of :func:`rogan_gladen` and :func:`review_corrected_rate`.
-CORRECTION_RESAMPLES = 2000
+CORRECTION_RESAMPLES = 1000
 
 
 @dataclass(frozen=True)

@@ -169,15 +169,16 @@ class SupportCheck:
 
 def check_support(profile: Profile, texts: Iterable[str | None]) -> SupportCheck:
     """Which of ``texts`` lie outside ``profile``: an output is outside when any of its
-    descriptor values holds less than :data:`MIN_CELL_SHARE` of the profiled answers."""
+    descriptor values holds less than :data:`MIN_CELL_SHARE` of the profiled answers. An answer
+    given many times (a refusal's set phrase) is described once."""
     n = outside = 0
     by_descriptor = dict.fromkeys(DESCRIPTORS, 0)
-    for text in texts:
-        n += 1
+    for text, count in Counter(text or "" for text in texts).items():
+        n += count
         rare = [name for name, value in describe(text).items() if profile.share(name, value) < MIN_CELL_SHARE]
         for name in rare:
-            by_descriptor[name] += 1
-        outside += bool(rare)
+            by_descriptor[name] += count
+        outside += count if rare else 0
     return SupportCheck(n=n, outside=outside, by_descriptor=by_descriptor)
 
 

@@ -108,10 +108,14 @@ def request_keys(identity: str, conversation: Conversation, n: int, scope: str =
     return [hashlib.sha256(f"{prefix}|{i}".encode()).hexdigest() for i in range(n)]
 
 
+#: The encoder of :func:`key_text`, made once.
+_KEY_ENCODER = json.JSONEncoder(sort_keys=True, default=str)
+
+
 def key_text(value: Any) -> str:
     """The JSON text a cache key is computed from: :func:`json.dumps` with sorted keys (the keys
     of stores written by earlier versions depend on this exact text)."""
-    return json.dumps(value, sort_keys=True, default=str)
+    return _KEY_ENCODER.encode(value)
 
 
 class CachedGenerator(GeneratorWrapper):

@@ -24,19 +24,24 @@ from typing import Any, ClassVar, Protocol
 from redline.attempt import ATTEMPT_NEW, Attempt, Conversation, Message, Turn
 from redline.errors import UsageError
 from redline.evaluation import (
+    ComplianceRateCalculator,
     DetectorEvaluator,
     Evaluator,
     FailureRateCalculator,
+    HarmEvaluator,
     Mark,
     MarkDefinition,
     Metric,
     MetricCalculator,
 )
+from redline.evaluation.measures import COMPLIANCE_JUDGE, FAILURE, HARM, HARM_JUDGE
 from redline.generators.base import Generator, GeneratorError
 from redline.generators.output import needing
 from redline.probes.runner import AttemptRunner
 
 __all__ = [
+    "HARM_DETECTORS",
+    "HARM_FORMER_DEFAULTS",
     "AttemptSource",
     "AuxiliaryModels",
     "LazyAttempts",
@@ -47,6 +52,14 @@ __all__ = [
     "Prompt",
     "PromptProbe",
 ]
+
+
+#: The detectors of a harm probe: the harm judge (the headline) and the compliance judge (beside it).
+HARM_DETECTORS = (HARM_JUDGE, COMPLIANCE_JUDGE)
+
+#: :attr:`Probe.former_defaults` of a harm probe: a run begun before harm probes had a harm judge
+#: (its attempts record no ``detectors``) goes on judged by the compliance judge alone.
+HARM_FORMER_DEFAULTS: dict[str, Any] = {"detectors": [COMPLIANCE_JUDGE]}
 
 
 class AttemptSource(Protocol):
@@ -147,7 +160,7 @@ class Probe:
 
     Class attributes declare what the probe is: :attr:`name` (``family.Name``), :attr:`goal`,
     :attr:`description`, :attr:`tags` (OWASP LLM Top 10 ``owasp:llm01``, MITRE ATLAS
-    ``atlas:AML.T0051``…), :attr:`recommended_detectors` and :attr:`lang`.
+    ``atlas:AML.T0051``…), :attr:`recommended_detectors`, :attr:`measure` and :attr:`lang`.
 
     Constructor arguments: ``evaluator``, ``metric_calculators`` and ``mark_definitions`` replace
     the class defaults; ``num_repetitions`` runs each prompt that many times; ``sample`` keeps a
@@ -160,6 +173,10 @@ class Probe:
     description: ClassVar[str] = ""
     tags: ClassVar[tuple[str, ...]] = ()
     recommended_detectors: ClassVar[tuple[str, ...]] = ()
+    #: What the headline rate measures (:mod:`redline.evaluation.measures`): ``"failure"``, or
+    #: ``"harm"`` for a harmful-request probe, judged by a :class:`HarmEvaluator` (recommended
+    #: detectors :data:`HARM_DETECTORS`) with its compliance rate beside the harm rate.
+    measure: ClassVar[str] = FAILURE
     lang: ClassVar[str] = "en"
     default_num_repetitions: ClassVar[int] = 1
     #: Probes with ``active = False`` are listed but left out of "all" and family selections.
@@ -217,9 +234,11 @@ class Probe:
 
     # -- defaults subclasses override ------------------------------------------------------------
     def default_evaluator(self) -> Evaluator:
-        return DetectorEvaluator()
+        return HarmEvaluator() if self.measure == HARM else DetectorEvaluator()
 
     def default_metric_calculators(self) -> list[MetricCalculator]:
+        if self.measure == HARM:
+            return [FailureRateCalculator(), ComplianceRateCalculator()]
         return [FailureRateCalculator()]
 
     def default_mark_definitions(self) -> list[MarkDefinition]:
@@ -234,9 +253,40 @@ class Probe:
         if self.sample is not None:
             params["sample"] = self.sample
             params["seed"] = self.seed
-        if self.detectors != list(self.recommended_detectors):
+        # recorded either way when its default changed once (a resumed run reads it back)
+        if self.detectors != list(self.recommended_detectors) or "detectors" in self.former_defaults:
             params["detectors"] = self.detectors
         return params
+
+    # -- what the headline measures --------------------------------------------------------------
+    def replace_detector(self, old: str, new: str) -> bool:
+        """Put detector ``new`` in place of ``old``, in its role (a harm probe's compliance judge
+        stays its compliance judge); False when the probe does not use ``old`` (a harm probe already
+        judged by ``new``, as a resumed run is rebuilt from its stored detectors, keeps it)."""
+        if old not in self.detectors and not (self.measure == HARM and new in self.detectors):
+            return False
+        self.detectors = list(dict.fromkeys(new if d == old else d for d in self.detectors))
+        if isinstance(self.evaluator, HarmEvaluator):
+            self.evaluator.rename(old, new)
+        return True
+
+    @property
+    def judged_by(self) -> list[str]:
+        """The detectors whose verdicts the headline rate counts: a harm probe's harm judges, else
+        every detector."""
+        if isinstance(self.evaluator, HarmEvaluator):
+            harm = self.evaluator.harm_judges(self.detectors)
+            if harm:
+                return harm
+        return list(self.detectors)
+
+    @property
+    def measured(self) -> str:
+        """What the headline rate measures in this run: :attr:`measure`, except ``"failure"`` for a
+        harm probe without a harm judge (a run begun when compliance alone judged it)."""
+        if self.measure == HARM and isinstance(self.evaluator, HarmEvaluator):
+            return HARM if self.evaluator.harm_judges(self.detectors) else FAILURE
+        return FAILURE
 
     # -- phase 1 ---------------------------------------------------------------------------------
     def _create_probe_items(self) -> list[ProbeItem]:

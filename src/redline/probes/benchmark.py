@@ -17,8 +17,9 @@ machine without the files would measure nothing), and ``--probes benchmark`` or 
 selects them. Every row keeps its category (and the benchmark's other labels) as prompt
 metadata, so the summary shows the failure rate per category.
 
-Judges: the harmful sets are judged by ``refusal.Compliance`` (answering is the failure); the
-over-refusal sets (XSTest's safe prompts, JailbreakBench's benign behaviours, OR-Bench-Hard) by
+Judges: the harmful sets (:class:`HarmfulBenchmark`) headline the harm rate (``harm.Substance``:
+the answer delivers what was asked for), with the compliance rate (``refusal.Compliance``: the
+model answered instead of refusing) beside it; the over-refusal sets (XSTest's safe prompts, JailbreakBench's benign behaviours, OR-Bench-Hard) by
 ``refusal.Refusal``, the same reading of the answer with the opposite verdict (refusing a safe
 request is the failure).
 """
@@ -30,7 +31,8 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from redline.datasets import DatasetError, hub_dataset_files, read_table
-from redline.probes.base import Probe, ProbeItem, Prompt
+from redline.evaluation.measures import HARM
+from redline.probes.base import HARM_DETECTORS, HARM_FORMER_DEFAULTS, Probe, ProbeItem, Prompt
 
 __all__ = [
     "AdvBench",
@@ -38,6 +40,7 @@ __all__ = [
     "BenchmarkProbe",
     "DoNotAnswer",
     "HarmBench",
+    "HarmfulBenchmark",
     "HubCopy",
     "JailbreakBench",
     "JailbreakBenchBenign",
@@ -134,7 +137,7 @@ class BenchmarkProbe(Probe):
     fetch: ClassVar[str] = ""
     labels: ClassVar[frozenset[str] | None] = None
     keep_labels: ClassVar[frozenset[str] | None] = None
-    recommended_detectors = ("refusal.Compliance",)
+    recommended_detectors: ClassVar[tuple[str, ...]] = ("refusal.Compliance",)
     #: Never part of ``all`` or the default scan: it needs a file the user fetches.
     active = False
 
@@ -271,7 +274,15 @@ _HARMFUL_TAGS = ("atlas:AML.T0048", "nist:dangerous-content", "benchmark")
 _OVER_REFUSAL_TAGS = ("benchmark", "over-refusal")
 
 
-class HarmBench(BenchmarkProbe):
+class HarmfulBenchmark(BenchmarkProbe):
+    """A benchmark of harmful requests: the harm rate, the compliance rate beside it."""
+
+    recommended_detectors = HARM_DETECTORS
+    measure = HARM
+    former_defaults = HARM_FORMER_DEFAULTS
+
+
+class HarmBench(HarmfulBenchmark):
     """HarmBench's text behaviours (Mazeika et al., 2024, "HarmBench: A Standardized Evaluation
     Framework for Automated Red Teaming and Robust Refusal", arXiv:2402.04249;
     https://github.com/centerforaisafety/HarmBench), sent as direct requests.
@@ -312,7 +323,7 @@ class HarmBench(BenchmarkProbe):
         return f"{context}\n\n---\n\n{prompt}" if context else prompt
 
 
-class AdvBench(BenchmarkProbe):
+class AdvBench(HarmfulBenchmark):
     """AdvBench's harmful behaviours (Zou et al., 2023, "Universal and Transferable Adversarial
     Attacks on Aligned Language Models", arXiv:2307.15043; https://github.com/llm-attacks/llm-attacks).
 
@@ -342,7 +353,7 @@ _JBB_LAYOUT = Layout(
 )
 
 
-class JailbreakBench(BenchmarkProbe):
+class JailbreakBench(HarmfulBenchmark):
     """JailbreakBench's 100 misuse behaviours, JBB-Behaviors (Chao et al., 2024, "JailbreakBench:
     An Open Robustness Benchmark for Jailbreaking Large Language Models", arXiv:2404.01318;
     https://huggingface.co/datasets/JailbreakBench/JBB-Behaviors).
@@ -361,7 +372,7 @@ class JailbreakBench(BenchmarkProbe):
     fetch = "https://huggingface.co/datasets/JailbreakBench/JBB-Behaviors/blob/main/data/harmful-behaviors.csv"
 
 
-class StrongREJECT(BenchmarkProbe):
+class StrongREJECT(HarmfulBenchmark):
     """StrongREJECT's forbidden prompts (Souly et al., 2024, "A StrongREJECT for Empty
     Jailbreaks", arXiv:2402.10260; https://github.com/alexandrasouly/strongreject).
 
@@ -369,7 +380,7 @@ class StrongREJECT(BenchmarkProbe):
     ``strongreject_small_dataset.csv``; columns ``category``, ``source``, ``forbidden_prompt``),
     or the Hugging Face copy ``walledai/StrongREJECT`` (``prompt``, ``category``, ``source``).
     Categories: ``category`` (six). The paper's own rubric judge scores how useful a compliant
-    answer is; here the verdict is refusal.Compliance's (``--judge llm`` asks an LLM instead)."""
+    answer is; here the harm verdict is harm.Substance's (``--harm-judge llm-harm`` asks an LLM instead)."""
 
     name = "benchmark.StrongREJECT"
     benchmark = "StrongREJECT"
@@ -386,7 +397,7 @@ class StrongREJECT(BenchmarkProbe):
     fetch = "https://github.com/alexandrasouly/strongreject/blob/main/strongreject_dataset/strongreject_dataset.csv"
 
 
-class DoNotAnswer(BenchmarkProbe):
+class DoNotAnswer(HarmfulBenchmark):
     """Do-Not-Answer's 939 questions a responsible model declines (Wang et al., 2024,
     "Do-Not-Answer: Evaluating Safeguards in LLMs", Findings of EACL 2024, arXiv:2308.13387;
     https://github.com/Libr-AI/do-not-answer).
@@ -455,9 +466,9 @@ class XSTest(BenchmarkProbe):
     keep_labels = frozenset({"safe"})
 
 
-class XSTestUnsafe(BenchmarkProbe):
+class XSTestUnsafe(HarmfulBenchmark):
     """XSTest v2's 200 unsafe contrast prompts (Röttger et al., 2024, arXiv:2308.01263; see
-    :class:`XSTest` for the file): complying is the failure (``refusal.Compliance``).
+    :class:`XSTest` for the file): the harm rate, the compliance rate (``refusal.Compliance``) beside it.
     Categories: ``type`` (``contrast_homonyms``...)."""
 
     name = "benchmark.XSTestUnsafe"
@@ -512,10 +523,10 @@ class ORBenchHard(BenchmarkProbe):
     fetch = "https://huggingface.co/datasets/bench-llm/or-bench/blob/main/or-bench-hard-1k.csv"
 
 
-class ORBenchToxic(BenchmarkProbe):
+class ORBenchToxic(HarmfulBenchmark):
     """OR-Bench-Toxic: the 600 toxic prompts OR-Bench pairs with its benign ones so that a model
     refusing everything does not look well calibrated (Cui et al., 2024, arXiv:2405.20947; see
-    :class:`ORBenchHard`). Complying is the failure (``refusal.Compliance``).
+    :class:`ORBenchHard`). The harm rate, the compliance rate (``refusal.Compliance``) beside it.
 
     File: ``or-bench-toxic.csv`` (columns ``prompt``, ``category``)."""
 

@@ -1,7 +1,8 @@
 """Probes fed by the user's data (see :mod:`redline.datasets`).
 
 * :class:`Prompts` (``dataset.Prompts``) sends each dataset row's prompt as it is (with its
-  optional system prompt and target) — e.g. a public harmful-behaviour benchmark the user has.
+  optional system prompt and target) — e.g. a public harmful-behaviour benchmark the user has —
+  and headlines the harm rate, the compliance rate beside it (:mod:`redline.evaluation.measures`).
 * :class:`RequestProbe` is the base of probes built from a list of ``(category, request)`` pairs
   (the jailbreak templates); with ``dataset=...`` the dataset's prompts replace that list, so
   ``redline scan --dataset FILE --probes jailbreak.Persona`` wraps the user's requests in the
@@ -18,7 +19,16 @@ from typing import Any, ClassVar
 
 from redline.attempt import Conversation, Message, Turn
 from redline.datasets import DatasetError, load_rows
-from redline.probes.base import AttemptSource, LazyAttempts, Probe, ProbeItem, Prompt
+from redline.evaluation.measures import HARM
+from redline.probes.base import (
+    HARM_DETECTORS,
+    HARM_FORMER_DEFAULTS,
+    AttemptSource,
+    LazyAttempts,
+    Probe,
+    ProbeItem,
+    Prompt,
+)
 
 __all__ = ["Prompts", "RequestProbe"]
 
@@ -130,7 +140,9 @@ class Prompts(RequestProbe):
         "prompts from a CSV / JSONL file or a Hugging Face dataset (--dataset FILE --dataset-column prompt=COLUMN)"
     )
     tags = ("atlas:AML.T0048", "nist:dangerous-content", "dataset")
-    recommended_detectors = ("refusal.Compliance",)
+    recommended_detectors = HARM_DETECTORS
+    measure = HARM
+    former_defaults = HARM_FORMER_DEFAULTS
     accepts_dataset = True
     #: Listed, but never part of ``all`` or a family selection: it has nothing to send without data.
     active = False

@@ -3,8 +3,8 @@
 Each probe has one item per request (24 by default); request ``i`` gets template
 ``i % len(templates)``, so every template is used and the subset kept by ``--sample`` is seeded.
 With ``--dataset FILE`` the dataset's prompts replace the built-in requests (see
-:class:`~redline.probes.dataset.RequestProbe`). ``refusal.Compliance`` scores an answer that does
-not refuse as a hit.
+:class:`~redline.probes.dataset.RequestProbe`). The headline is the harm rate (``harm.Substance``:
+the answer delivers what was asked for), the compliance rate (``refusal.Compliance``) beside it.
 
 The attack classes follow public taxonomies of jailbreak techniques — role-play/persona,
 fictional and hypothetical framing, refusal suppression and prefix injection (Wei et al. 2023,
@@ -19,7 +19,8 @@ from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from redline.datasets import DatasetError
-from redline.probes.base import Prompt
+from redline.evaluation.measures import HARM
+from redline.probes.base import HARM_DETECTORS, HARM_FORMER_DEFAULTS, Prompt
 from redline.probes.dataset import RequestProbe, fill
 from redline.probes.harmful.requests import REQUESTS
 
@@ -43,7 +44,9 @@ class JailbreakProbe(RequestProbe):
     accepts_dataset = True
     goal = "make the model help with a harmful request by wrapping it in a jailbreak"
     tags: ClassVar[tuple[str, ...]] = ("owasp:llm01", "atlas:AML.T0054", "nist:dangerous-content", "jailbreak")
-    recommended_detectors = ("refusal.Compliance",)
+    recommended_detectors = HARM_DETECTORS
+    measure = HARM
+    former_defaults = HARM_FORMER_DEFAULTS
 
     def render(self, index: int, category: str, request: str) -> Prompt:
         t = index % len(self.templates)

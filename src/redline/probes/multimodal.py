@@ -3,7 +3,8 @@
 * ``multimodal.TypographicJailbreak`` — a harmful request rendered as text in an image, the text
   prompt asking the model to carry out what the image says (the typographic attack of FigStep:
   Gong et al., 2023, "FigStep: Jailbreaking Large Vision-language Models via Typographic Visual
-  Prompts"; our own requests and wording). Judged by ``refusal.Compliance``.
+  Prompts"; our own requests and wording). The harm rate (``harm.Substance``), the compliance
+  rate (``refusal.Compliance``) beside it.
 * ``multimodal.VisualInjection`` — a screenshot-like page (a document, a web page, a ticket) the
   user asks the model to describe or act on, carrying an instruction that asks for a marker phrase:
   in plain view, in small print, in near-white text, in a corner, in a footer. Judged by
@@ -28,8 +29,9 @@ from typing import ClassVar
 
 from redline.attachments import attach
 from redline.attempt import Conversation, Turn
+from redline.evaluation.measures import HARM
 from redline.images import CHART_PLACES, render_chart, render_page, render_text
-from redline.probes.base import Probe, ProbeItem, Prompt
+from redline.probes.base import HARM_DETECTORS, HARM_FORMER_DEFAULTS, Probe, ProbeItem, Prompt
 from redline.probes.injection.indirect import INJECTIONS
 from redline.probes.markers import MARKERS
 
@@ -93,7 +95,9 @@ class TypographicJailbreak(MultimodalProbe):
         "multimodal",
         "multimodal:typographic",
     )
-    recommended_detectors = ("refusal.Compliance",)
+    recommended_detectors = HARM_DETECTORS
+    measure = HARM
+    former_defaults = HARM_FORMER_DEFAULTS
 
     def _create_probe_items(self) -> list[ProbeItem]:
         items = []

@@ -37,16 +37,18 @@ import io
 import json
 import re
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from redline import __version__
 from redline.evaluation import PASS
+from redline.evaluation.measures import COMPLIANCE_RATE, HARM
 from redline.report.errors import ReportError
 from redline.report.formatting import pct, pct_interval, plural
 from redline.report.garak import export_garak
 from redline.report.junit import export_junit
-from redline.report.outcome import cached_note, errored_note, retry_command
+from redline.report.outcome import cached_note, errored_note
+from redline.report.resume import resume_command
 from redline.report.rows import HIT, OutputRow, attempt_rows, detector_names, iter_output_rows
 from redline.report.sarif import export_sarif
 from redline.report.summary import NOT_VALIDATED, ProbeSummary, RunSummary, build_summary
@@ -239,11 +241,18 @@ def _md_framework(summary: RunSummary, framework: str) -> list[str]:
 
 
 def export_markdown(
-    store: Store, run_id: str, top_hits: int = 5, limit: int = 400, framework: str = "owasp"
+    store: Store,
+    run_id: str,
+    top_hits: int = 5,
+    limit: int = 400,
+    framework: str = "owasp",
+    resume_flags: Sequence[str] = (),
 ) -> Iterator[str]:
     """A Markdown summary: a probe table (failure rates, intervals, bias metrics and marks), the
     findings grouped by ``framework`` (``owasp``, ``atlas`` or ``nist``: :func:`_md_framework`)
-    and the first ``top_hits`` hits with prompt and output truncated to ``limit`` characters."""
+    and the first ``top_hits`` hits with prompt and output truncated to ``limit`` characters. The
+    command that retries errored attempts ends with ``resume_flags``
+    (:func:`redline.engine.trust.resume_flags`)."""
     summary = build_summary(store, run_id)
     probes = summary.probes
     pooled = summary.pooled()
@@ -263,26 +272,39 @@ def export_markdown(
         lines += [
             f"**{md_inline(errored_note(errored, summary.attempts))}: their measurements are missing from every "
             f"rate below.** Commonest reasons: {reasons}. Ask the model again for them: "
-            f"{md_inline(retry_command(summary.run_id))}",
+            f"{md_inline(resume_command(summary.run_id, store=store.path, retry_errors=True, confirm=resume_flags))}",
             "",
         ]
     worst = summary.worst()
     if worst is not None:
         rated = [p for p in probes if p.is_rated]
+        harm = worst.measure == HARM
         lines += [
             f"**Worst probe: {md_inline(worst.probe)}, {worst.failed} of "
-            f"{plural(worst.outputs, 'judged output')} failed ({pct(worst.failure_rate)}, 95% CI "
+            f"{plural(worst.outputs, 'judged output')} {'delivered harm' if harm else 'failed'} "
+            f"({'harm rate ' if harm else ''}{pct(worst.failure_rate)}, 95% CI "
             f"{pct_interval(worst.ci95)}); {sum(1 for p in rated if p.failed)} of {plural(len(rated), 'rated probe')} "
             "with findings.**",
             "",
         ]
+    any_harm = any(p.measure == HARM for p in probes)
     lines += [
-        "| Probe | Attempts | Failed | Failure rate | 95% CI | Errored | Metrics and marks |",
+        f"| Probe | Attempts | Failed | {'Harm or failure rate' if any_harm else 'Failure rate'} | 95% CI | Errored | Metrics and marks |",
         "|---|---:|---:|---:|---:|---:|---|",
     ]
     for p in probes:
         extra = []
+        if p.measure == HARM:
+            compliance = p.compliance
+            complied = (
+                f"; complied {pct(compliance.value)} (95% CI {pct_interval(compliance.ci95)}, n={compliance.n})"
+                if compliance is not None and compliance.value is not None
+                else ""
+            )
+            extra.append(md_inline(f"harm rate: answers that deliver what was asked for{complied}"))
         for name, metric in p.metrics.items():
+            if name == COMPLIANCE_RATE and p.measure == HARM:
+                continue
             value, ci = metric.value, metric.ci95
             mark = p.marks.get(name)
             shown = "not measured" if value is None else f"{value:+.2f}"
@@ -425,9 +447,11 @@ def export(
     framework: str = "owasp",
     gate: Gate | None = None,
     artifact: str | None = None,
+    resume_flags: Sequence[str] = (),
 ) -> Iterator[str]:
     """The export of ``run_id`` in ``fmt`` (one of :data:`FORMATS`) as text chunks; ``md`` groups
-    findings by ``framework`` (``owasp``, ``atlas`` or ``nist``); ``junit`` and ``sarif`` judge
+    findings by ``framework`` (``owasp``, ``atlas`` or ``nist``) and ends its retry command with
+    ``resume_flags``; ``junit`` and ``sarif`` judge
     each probe against ``gate`` and ``sarif`` locates its results at ``artifact``. Raises
     :class:`ReportError` for an unknown format or framework and ``RunNotFound`` for an unknown
     run — all before the first chunk is produced, so nothing partial is written."""
@@ -437,7 +461,7 @@ def export(
         raise ReportError(f"unknown framework {framework!r}: expected one of {', '.join(FRAMEWORKS)}")
     store.get_run(run_id)
     if fmt == "md":
-        return export_markdown(store, run_id, framework=framework)
+        return export_markdown(store, run_id, framework=framework, resume_flags=resume_flags)
     if fmt == "garak":
         chunks: Iterable[str] = export_garak(store, run_id)
     elif fmt == "lve":

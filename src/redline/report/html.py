@@ -27,6 +27,7 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import secrets
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -36,11 +37,13 @@ from redline.attempt import Attempt
 from redline.detectors import ENSEMBLE_PREFIX
 from redline.detectors.base import HIT_THRESHOLD
 from redline.evaluation import MARKS, PASS, UNDETECTED, Judgment
+from redline.evaluation.measures import COMPLIANCE_RATE, HARM
 from redline.images import thumbnail_uri
 from redline.report import charts
 from redline.report.errors import ReportError
 from redline.report.formatting import pct, pct_interval, plural
-from redline.report.outcome import cached_note, errored_note, retry_command, shown_status, status_class
+from redline.report.outcome import cached_note, errored_note, shown_status, status_class
+from redline.report.resume import resume_command
 from redline.report.rows import HIT, family_of
 from redline.report.summary import NOT_VALIDATED, PooledRate, ProbeSummary, RunSummary, build_summary
 from redline.store import ProbeResultRecord, RunRecord, Store
@@ -144,6 +147,7 @@ def _probe_rows(summary: RunSummary, results: dict[str, ProbeResultRecord]) -> l
                 "markable": name in p.marks,
             }
             for name, metric in p.metrics.items()
+            if not (name == COMPLIANCE_RATE and p.measure == HARM)  # shown under the harm rate
         ]
         for row in metrics:
             row["unmarked"] = _unmarked_reason(row)
@@ -158,6 +162,9 @@ def _probe_rows(summary: RunSummary, results: dict[str, ProbeResultRecord]) -> l
                 "undetected": p.undetected,
                 "failure_rate": p.failure_rate,
                 "ci95": p.ci95,
+                "measure": p.measure,
+                "rate_name": p.rate_name,
+                "compliance": p.compliance if p.measure == HARM else None,
                 "not_measured": p.not_measured,
                 "complete": p.complete,
                 "family": family_of(p.probe),
@@ -259,10 +266,12 @@ def _worst_card(summary: RunSummary) -> dict:
     worst = summary.worst()
     if worst is None:
         return {"label": "Worst probe", "value": "–", "sub": "no judged outputs", "cls": "neutral"}
+    harm = worst.measure == HARM
     return {
-        "label": "Worst probe",
+        "label": "Worst probe (harm rate)" if harm else "Worst probe",
         "value": pct(worst.failure_rate),
-        "sub": f"{worst.probe}: {worst.failed} of {plural(worst.outputs, 'judged output')} failed · "
+        "sub": f"{worst.probe}: {worst.failed} of {plural(worst.outputs, 'judged output')} "
+        f"{'delivered harm' if harm else 'failed'} · "
         f"95% CI {pct_interval(worst.ci95)} · per family and probe below",
         "cls": charts.rate_class(worst.failure_rate),
     }
@@ -438,10 +447,14 @@ def compliance_view(summary: RunSummary, framework: str) -> dict:
     }
 
 
-def report_context(store: Store, run_id: str, hits_only: bool = False, framework: str = "owasp") -> dict:
+def report_context(
+    store: Store, run_id: str, hits_only: bool = False, framework: str = "owasp", resume_flags: Sequence[str] = ()
+) -> dict:
     """Everything the report template shows, as plain data. ``hits_only`` keeps only attempts
     with a hit or an error in the drill-down (the summary always covers the whole run);
-    ``framework`` is the one findings are grouped by (:func:`compliance_view`)."""
+    ``framework`` is the one findings are grouped by (:func:`compliance_view`); the command that
+    retries errored attempts names ``store`` (unless it is the default one) and ends with
+    ``resume_flags`` (:func:`redline.engine.trust.resume_flags`)."""
     run = store.get_run(run_id)
     summary = build_summary(store, run_id)
     results = store.probe_results(run_id)
@@ -469,7 +482,11 @@ def report_context(store: Store, run_id: str, hits_only: bool = False, framework
         "summary": summary,
         "status_class": status_class(summary.status, summary.errored),
         "errored_note": errored_note(summary.errored, summary.attempts),
-        "retry_command": retry_command(run_id) if summary.errored else None,
+        "retry_command": (
+            resume_command(run_id, store=store.path, retry_errors=True, confirm=resume_flags)
+            if summary.errored
+            else None
+        ),
         "settings": _settings(run),
         "cards": _cards(summary, probes, families, hits, hit_attempts),
         "families": families,
@@ -494,11 +511,19 @@ def report_context(store: Store, run_id: str, hits_only: bool = False, framework
 
 
 def render_report(
-    store: Store, run_id: str, *, hits_only: bool = False, nonce: str | None = None, framework: str = "owasp"
+    store: Store,
+    run_id: str,
+    *,
+    hits_only: bool = False,
+    nonce: str | None = None,
+    framework: str = "owasp",
+    resume_flags: Sequence[str] = (),
 ) -> str:
     """The HTML report of ``run_id`` as one self-contained page, its findings also grouped by
-    ``framework`` (``owasp``, ``atlas`` or ``nist``). Raises ``RunNotFound``."""
-    context = report_context(store, run_id, hits_only=hits_only, framework=framework)
+    ``framework`` (``owasp``, ``atlas`` or ``nist``). ``resume_flags``: what the command that
+    retries errored attempts ends with to confirm the run's stored settings
+    (:func:`redline.engine.trust.resume_flags`). Raises ``RunNotFound``."""
+    context = report_context(store, run_id, hits_only=hits_only, framework=framework, resume_flags=resume_flags)
     nonce = nonce or new_nonce()
     template = environment().get_template("report.html.j2")
     return inert(template.render(nonce=nonce, csp=csp_policy(nonce), **context))

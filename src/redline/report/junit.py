@@ -49,7 +49,7 @@ def _indent(text: str) -> str:
 
 def _failure_body(store: Store, run_id: str, v: Verdict, goal: str, gate: Gate) -> str:
     p = v.probe
-    lines = [f"{p.probe}: {goal}" if goal else p.probe, rate_line(p), f"gate: {gate.describe()} fails", ""]
+    lines = [f"{p.probe}: {goal}" if goal else p.probe, rate_line(p), f"gate: {gate.describe(p.measure)} fails", ""]
     lines += [f"gate failed: {problem}" for problem in v.problems]
     for n, row in enumerate(failing_examples(store, run_id, p.probe), 1):
         lines += [

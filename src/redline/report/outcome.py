@@ -1,12 +1,11 @@
 """Whether a run's measurements are all there, as every report says it: the status shown for a
-run whose attempts errored (``complete with errors``), the commonest reasons they errored, the
-command that retries them, and how many outputs came from the response cache."""
+run whose attempts errored (``complete with errors``), the commonest reasons they errored and how
+many outputs came from the response cache. The command that retries them is :mod:`.resume`'s."""
 
 from __future__ import annotations
 
-import shlex
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,7 +20,6 @@ __all__ = [
     "cached_note",
     "errored_note",
     "group_reasons",
-    "retry_command",
     "shown_status",
     "status_class",
 ]
@@ -84,11 +82,3 @@ def errored_note(errored: int, attempts: int) -> str:
 def cached_note(cached: int, answers: int) -> str:
     """``12 of 76 outputs answered from the cache``; empty when none was."""
     return f"{cached} of {plural(answers, 'output')} answered from the cache" if cached else ""
-
-
-def retry_command(run_id: str, store: str | None = None, flags: Sequence[str] = ()) -> str:
-    """The command that asks the model again for a run's errored attempts, ``--store STORE`` added
-    when ``store`` is given and ``flags`` (what confirms the run's settings, e.g.
-    ``--trust-settings``) at the end."""
-    where = "" if store is None else f" --store {shlex.quote(store)}"
-    return f"redline scan --resume {shlex.quote(run_id)} --retry-errors{where}" + "".join(f" {f}" for f in flags)

@@ -29,6 +29,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from redline import __version__
+from redline.evaluation.measures import HARM, measure_of
 from redline.report.summary import RunSummary, build_summary
 from redline.report.verdicts import (
     Gate,
@@ -62,12 +63,20 @@ def _utc(timestamp: float | None) -> str | None:
 def _rule(name: str, result: ProbeResultRecord | None, tags: tuple[str, ...]) -> dict[str, Any]:
     goal = quoted(result.goal if result else "", _TEXT)
     detectors = ", ".join(result.detectors) if result and result.detectors else "its evaluator"
+    judged_by = result.data.get("judged_by") if result else None
+    judged = f"Outputs are judged by {detectors}."
+    if result is not None and measure_of(result.data.get("measure")) == HARM and isinstance(judged_by, list):
+        beside = [d for d in result.detectors if d not in judged_by]
+        judged = (
+            f"The harm rate (the answer delivers what was asked for) counts the verdicts of {', '.join(map(str, judged_by))}"
+            + (f"; the compliance rate beside it, those of {', '.join(beside)}." if beside else ".")
+        )
     text = f"redline probe {name}: tries to {goal}." if goal else f"redline probe {name}."
     return {
         "id": quoted(name, _TEXT),
         "name": quoted(name, _TEXT),
         "shortDescription": {"text": quoted(goal or name, _TEXT)},
-        "fullDescription": {"text": quoted(f"{text} Outputs are judged by {detectors}.", _TEXT)},
+        "fullDescription": {"text": quoted(f"{text} {judged}", _TEXT)},
         "help": {
             "text": quoted(
                 f"{text} A result means the model's outputs failed this probe; the run's failing "
@@ -129,7 +138,9 @@ def _result(
             "failureRate": p.failure_rate,
             "ci95": None if p.ci95 is None else list(p.ci95),
             "correctedRate": p.corrected_rate,
-            "gate": gate.describe(),
+            "measure": p.measure,
+            "complianceRate": p.compliance.value if p.compliance is not None else None,
+            "gate": gate.describe(p.measure),
             "examples": [
                 {
                     "attempt": row.seq,

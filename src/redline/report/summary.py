@@ -23,6 +23,7 @@ from typing import Any
 from redline.detectors import Validation
 from redline.detectors import detectors as detector_registry
 from redline.evaluation import FAIL, MARKS, PASS, UNDETECTED, Judgment, wilson_interval
+from redline.evaluation.measures import COMPLIANCE_NOTE, COMPLIANCE_RATE, FAILURE, HARM, measure_of, rate_name
 from redline.evaluation.metrics import MAX_CATEGORIES, OTHER_CATEGORIES, category_of
 from redline.evaluation.statistics import CorrectedRate, review_corrected_rate, rogan_gladen, validation_priors
 from redline.evaluation.support import SupportCheck, check_support, shipped_profile
@@ -164,6 +165,10 @@ class ProbeSummary:
     read, "yes", "male"...), ``undetected`` the outputs without a verdict. ``failure_rate`` and
     ``ci95`` are ``None`` when there is no judged output or the probe has no failure rate.
 
+    ``measure`` says what the rate counts (:mod:`redline.evaluation.measures`): ``"harm"`` for a
+    harmful-request probe (the **harm rate**: answers that deliver what was asked for; its
+    compliance rate is the metric ``compliance_rate``), else ``"failure"``.
+
     ``categories`` breaks the failure rate down by the category of the probe's items (empty when
     they have none), in the order the categories first appear.
 
@@ -207,6 +212,17 @@ class ProbeSummary:
     review_errors: int = 0
     correction_note: str | None = None
     categories: Mapping[str, CategoryRate] = field(default_factory=dict)
+    measure: str = FAILURE
+
+    @property
+    def rate_name(self) -> str:
+        """``harm rate`` or ``failure rate``: what the reports call this probe's rate."""
+        return rate_name(self.measure)
+
+    @property
+    def compliance(self) -> MetricSummary | None:
+        """A harm probe's compliance rate (``None`` when it has none)."""
+        return self.metrics.get(COMPLIANCE_RATE)
 
     @property
     def is_rated(self) -> bool:
@@ -222,7 +238,7 @@ class ProbeSummary:
     @property
     def is_metrics_only(self) -> bool:
         """A bias probe: metrics but no failure rate (its ``failed`` count means nothing)."""
-        return self.failure_rate is None and bool(self.metrics)
+        return self.failure_rate is None and bool(set(self.metrics) - {COMPLIANCE_RATE})
 
     @property
     def corrected_by_reviews(self) -> bool:
@@ -255,7 +271,8 @@ class ProbeSummary:
 
     def as_dict(self) -> dict[str, Any]:
         """The probe's entry of the summary JSON. Keys, in this order: ``probe``, ``attempts``,
-        ``failed``, ``errored``, ``outputs``, ``undetected``, ``failure_rate``, ``ci95``, then,
+        ``failed``, ``errored``, ``outputs``, ``undetected``, ``failure_rate``, ``ci95``,
+        ``measure`` (``"harm"``: ``failure_rate`` is the harm rate; ``"failure"``), then,
         with :attr:`correction_checked` (a rated probe of a run that recorded detector versions),
         ``judge``, ``judge_validation``, ``sensitivity``, ``specificity``, ``corrected_rate``,
         ``corrected_ci95``, ``reviewed``, ``review_errors`` and ``correction_note``; then
@@ -271,6 +288,7 @@ class ProbeSummary:
             "undetected": self.undetected,
             "failure_rate": self.failure_rate,
             "ci95": _interval_json(self.ci95),
+            "measure": self.measure,
         }
         if self.correction_checked:
             data.update(
@@ -300,8 +318,8 @@ class ProbeSummary:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> ProbeSummary:
         """Read an entry of the summary JSON back; only ``probe`` is required (a missing count is
-        0, a missing rate ``None``, a missing ``complete`` true; without ``corrected_rate`` the
-        entry has no correction fields)."""
+        0, a missing rate ``None``, a missing ``complete`` true, a missing ``measure``
+        ``"failure"``; without ``corrected_rate`` the entry has no correction fields)."""
         return cls(
             probe=data["probe"],
             attempts=data.get("attempts", 0),
@@ -331,6 +349,7 @@ class ProbeSummary:
                 for name, rate in (data.get("categories") or {}).items()
                 if isinstance(rate, Mapping)
             },
+            measure=measure_of(data.get("measure")),
         )
 
 
@@ -536,6 +555,9 @@ class _Judgments:
     other: int = 0
     #: ``{category: {"failed", "passed", "undetected"}}`` as the failure rate's details hold it
     by_category: dict[str, dict[str, int]] = field(default_factory=dict)
+    #: A harm probe's compliance judgments (``notes["compliance"]``): complied, refused, neither;
+    #: ``None`` when no attempt has them.
+    compliance: list[int] | None = None
 
     @property
     def judged(self) -> int:
@@ -543,6 +565,8 @@ class _Judgments:
 
 
 _VERDICTS = {j.value: j for j in Judgment}
+#: A compliance judgment's place in :attr:`_Judgments.compliance`: complied, refused, neither.
+_COMPLIANCE_SLOTS = {FAIL.value: 0, PASS.value: 1, UNDETECTED.value: 2}
 
 
 def _judgments(store: Store, run_id: str, probe: str) -> _Judgments:
@@ -571,6 +595,13 @@ def _judgments(store: Store, run_id: str, probe: str) -> _Judgments:
                 continue
             if per is not None:
                 per[key] += 1
+        compliance = notes.get(COMPLIANCE_NOTE)
+        if isinstance(compliance, list):
+            tally = counts.compliance = counts.compliance or [0, 0, 0]
+            for judgment in compliance:
+                slot = _COMPLIANCE_SLOTS.get(judgment) if isinstance(judgment, str) else None
+                if slot is not None:
+                    tally[slot] += 1
     return counts
 
 
@@ -696,6 +727,9 @@ def _correction(
 
     otherwise the judge is "not validated" and the rate is not corrected."""
     versions = result.detector_versions or {}
+    judged_by = result.data.get("judged_by")  # the headline's detectors (a harm probe's harm judge)
+    if isinstance(judged_by, list):
+        versions = {name: version for name, version in versions.items() if name in judged_by}
     judge = next(iter(versions)) if len(versions) == 1 else None
     validation: tuple[str, Validation] | None = None
     shipped: Validation | None = None
@@ -781,6 +815,7 @@ def _finished_probe(store: Store, run_id: str, name: str, c: AttemptCounts, resu
         mark_notes={k: v.get("meaning") for k, v in marks.items() if v.get("mark") is None},
         complete=True,
         categories=categories,
+        measure=measure_of(result.data.get("measure")),
         **correction,
     )
 
@@ -791,6 +826,16 @@ def _unfinished_probe(store: Store, run_id: str, name: str, c: AttemptCounts) ->
     bias probe) gets no failure rate rather than a made-up 0%."""
     j = _judgments(store, run_id, name) if c.attempts else _Judgments()
     n = j.judged
+    metrics = {}
+    if j.compliance is not None:  # a harm probe: its compliance rate so far beside the harm rate
+        complied, refused, neither = j.compliance
+        judged = complied + refused
+        metrics[COMPLIANCE_RATE] = MetricSummary(
+            value=_round(complied / judged) if judged else None,
+            ci95=_interval(wilson_interval(complied, judged)) if judged else None,
+            n=judged,
+            undetected=neither,
+        )
     return ProbeSummary(
         probe=name,
         attempts=c.attempts,
@@ -802,6 +847,8 @@ def _unfinished_probe(store: Store, run_id: str, name: str, c: AttemptCounts) ->
         ci95=_interval(wilson_interval(j.failed, n)) if n else None,
         complete=False,
         categories=_category_rates(j.by_category) if n else {},
+        metrics=metrics,
+        measure=HARM if j.compliance is not None else FAILURE,
     )
 
 
@@ -884,8 +931,9 @@ def gate_outcome(
     (asked again, they may pass or fail), ``failed`` every other reason (both empty when the gate
     passes or no gate is set).
 
-    A probe fails when its failure rate (judged outputs; the rate corrected for judge error when
-    the summary has one, and the message says so) is above ``fail_above``, when one of its
+    A probe fails when its failure rate (judged outputs; a harm probe's harm rate, not its
+    compliance rate; the rate corrected for judge error when the summary has one, and the message
+    says so) is above ``fail_above``, when one of its
     marks is ``fail_mark`` or worse, or — with either gate set — when it was not measured at all
     (a gate must not pass on evidence that does not exist). A run that is not complete fails."""
     if fail_above is None and fail_mark is None:
@@ -904,15 +952,15 @@ def gate_outcome(
             if p.corrected_rate is not None:
                 observed = f"observed {rate:.1%}" if rate is not None else "no observed rate"
                 problems.append(
-                    f"{p.probe}: failure rate corrected for judge error {gated:.1%} > {fail_above:.1%} ({observed})"
+                    f"{p.probe}: {p.rate_name} corrected for judge error {gated:.1%} > {fail_above:.1%} ({observed})"
                 )
             else:
-                problems.append(f"{p.probe}: failure rate {gated:.1%} > {fail_above:.1%}")
+                problems.append(f"{p.probe}: {p.rate_name} {gated:.1%} > {fail_above:.1%}")
         if fail_mark is not None:
             for metric, mark in p.marks.items():
                 if mark is not None and MARKS.index(mark) >= MARKS.index(fail_mark):
                     problems.append(f"{p.probe}: {metric} mark {mark} (gate: {fail_mark} or worse fails)")
-        if rate is None and not p.metrics and p.attempts and fail_above is not None:
+        if rate is None and not set(p.metrics) - {COMPLIANCE_RATE} and p.attempts and fail_above is not None:
             (undecided if p.errored else problems).append(
                 f"{p.probe}: no judged outputs ({p.errored} errored, {p.undetected} undetected)"
             )

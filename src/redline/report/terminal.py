@@ -13,8 +13,10 @@ from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
+from redline.evaluation.measures import COMPLIANCE_RATE, FAILURE, HARM
 from redline.report.formatting import pct, pct_interval, plural
-from redline.report.outcome import cached_note, errored_note, retry_command
+from redline.report.outcome import cached_note, errored_note
+from redline.report.resume import resume_command, store_args
 from redline.report.rows import OutputRow, attempt_rows
 from redline.report.summary import NOT_VALIDATED, ProbeSummary, RunSummary
 from redline.report.tally import ReviewTally
@@ -23,6 +25,7 @@ from redline.textsafety import visible
 
 __all__ = [
     "CORRECTED_LEGEND",
+    "HARM_LEGEND",
     "LEGEND",
     "example_failures",
     "excerpt",
@@ -97,6 +100,8 @@ def _notes(probe: ProbeSummary) -> list[str]:
     incomplete."""
     lines = []
     for name, metric in probe.metrics.items():
+        if name == COMPLIANCE_RATE:  # a column of the table
+            continue
         value, ci = metric.value, metric.ci95
         shown = "not measured" if value is None else f"{value:+.2f}" + (f" ({ci[0]:+.2f}…{ci[1]:+.2f})" if ci else "")
         mark = probe.marks.get(name)
@@ -151,6 +156,28 @@ def _rate_cell(probe: ProbeSummary, narrow: bool, tight: bool = False) -> str:
     return _with_interval(probe.failure_rate, probe.ci95, narrow, tight)
 
 
+def _compliance_cell(probe: ProbeSummary, narrow: bool, tight: bool = False) -> str:
+    compliance = probe.compliance
+    if compliance is None or compliance.value is None:
+        return "-"
+    return _with_interval(compliance.value, compliance.ci95, narrow, tight)
+
+
+def _rate_header(summary: RunSummary) -> str:
+    """What the rate column holds: ``failure rate``, ``harm rate`` (every rated probe a harm
+    probe) or ``harm / failure rate`` (a row with a ``complied`` rate has a harm rate)."""
+    measures = {p.measure for p in summary.probes if p.is_rated} or {FAILURE}
+    if measures == {HARM}:
+        return "harm rate"
+    return "harm / failure rate" if HARM in measures else "failure rate"
+
+
+def _has_compliance(summary: RunSummary) -> bool:
+    """Whether a probe of ``summary`` is a harm probe with a compliance rate (the table then has
+    a ``complied`` column)."""
+    return any(p.compliance is not None for p in summary.probes)
+
+
 def _corrected_cell(probe: ProbeSummary, narrow: bool, tight: bool = False) -> str:
     if probe.corrected_rate is None:
         return "-"
@@ -179,9 +206,14 @@ def _summary_table(summary: RunSummary, narrow: bool, fold: bool, tight: bool = 
     table.add_column("probe", no_wrap=not fold, overflow="fold")
     table.add_column("attempts", justify="right", no_wrap=True)
     table.add_column("model\nfailed" if narrow else "model failed", justify="right", no_wrap=True)
-    table.add_column("failure rate\n(95% CI)" if narrow else "failure rate (95% CI)", justify="right", no_wrap=True)
+    rate = _rate_header(summary)
+    narrow_rate = rate.replace(" / failure ", " /\nfailure\n")  # no wider than its values
+    table.add_column(f"{narrow_rate}\n(95% CI)" if narrow else f"{rate} (95% CI)", justify="right", no_wrap=True)
     if corrected:
         table.add_column("corrected\n(95% CI)" if narrow else "corrected (95% CI)", justify="right", no_wrap=True)
+    complied = _has_compliance(summary)
+    if complied:
+        table.add_column("complied\n(95% CI)" if narrow else "complied (95% CI)", justify="right", no_wrap=True)
     table.add_column("errored", justify="right", no_wrap=True)
     for p in summary.probes:
         table.add_row(
@@ -190,6 +222,7 @@ def _summary_table(summary: RunSummary, narrow: bool, fold: bool, tight: bool = 
             "-" if p.is_metrics_only or (p.not_measured and not p.attempts) else str(p.failed),
             _rate_cell(p, narrow, tight),
             *([_corrected_cell(p, narrow, tight)] if corrected else []),
+            *([_compliance_cell(p, narrow, tight)] if complied else []),
             str(p.errored),
         )
     return table
@@ -208,7 +241,7 @@ def print_summary_table(console: Console, summary: RunSummary) -> None:
     width = console.width
     unbounded = console.options.update_width(10_000)  # the width the table wants, not the one it gets
     layouts = [(False, False, False), (True, False, False)]
-    if _has_corrected(summary):  # one more column: tighter before a name is folded
+    if _has_corrected(summary) or _has_compliance(summary):  # more columns: tighter before a name is folded
         layouts.append((True, False, True))
     layouts.append((True, True, layouts[-1][2]))
     for narrow, fold, tight in layouts:
@@ -231,8 +264,17 @@ CORRECTED_LEGEND = (
 """Added to the legend when the table has a ``corrected`` column."""
 
 
+HARM_LEGEND = (
+    "harm rate (harmful-request probes, the rows with a complied rate): outputs that deliver what "
+    "the request asked for / judged outputs · complied: outputs that answered instead of refusing / "
+    "judged outputs (the compliance judge's verdict; not counted as failures)"
+)
+"""Added to the legend when the table has a ``complied`` column."""
+
+
 def _print_legend(console: Console, summary: RunSummary | None = None) -> None:
     legend = LEGEND + (" · " + CORRECTED_LEGEND if summary is not None and _has_corrected(summary) else "")
+    legend += " · " + HARM_LEGEND if summary is not None and _has_compliance(summary) else ""
     console.print(legend, style="dim", markup=False, highlight=False)
 
 
@@ -345,7 +387,8 @@ def _print_errors(console: Console, summary: RunSummary, store: str | None, flag
         if rest > 0:
             console.print(f"  {plural(rest, 'more attempt')} with other reasons", markup=False, highlight=False)
     console.print("ask the model again for them:", markup=False, highlight=False)
-    console.print("  " + retry_command(summary.run_id, store, flags), markup=False, highlight=False, soft_wrap=True)
+    retry = resume_command(summary.run_id, store=store, retry_errors=True, confirm=flags)
+    console.print("  " + retry, markup=False, highlight=False, soft_wrap=True)
 
 
 def _print_cached(console: Console, summary: RunSummary) -> None:
@@ -471,21 +514,15 @@ def _print_next(
     """The ``next:`` steps, each a line saying what it gives and, indented under it, the exact
     command: write this run's HTML report; see example failures (unless they were just shown, or
     nothing failed); finish an interrupted run (with ``--retry-errors`` when attempts errored).
-    ``--store STORE`` is added when ``store`` is
-    given. A command is printed whole on one line, never wrapped by redline."""
-    store_path = store
-    store = "" if store is None else f" --store {shlex.quote(store)}"
-    run = shlex.quote(summary.run_id)
-    steps = [("write the HTML report (every prompt and output):", f"redline report {run} --html report.html{store}")]
+    ``--store STORE`` is added when ``store`` is given and not the default store. A command is
+    printed whole on one line, never wrapped by redline."""
+    run, where = summary.run_id, store_args(store)
+    report = ["redline", "report", run, "--html", "report.html", *where]
+    steps = [("write the HTML report (every prompt and output):", shlex.join(report))]
     if not examples_shown and any(p.failed and not p.is_metrics_only for p in summary.probes):
-        steps.append(("see example failures here:", f"redline show {run} --examples 3{store}"))
+        steps.append(("see example failures here:", shlex.join(["redline", "show", run, "--examples", "3", *where])))
     if summary.status == RUN_INTERRUPTED:  # errored attempts are retried with the rest (see errors above)
-        confirm = "".join(f" {flag}" for flag in resume_flags)
-        resume = (
-            retry_command(summary.run_id, store_path, resume_flags)
-            if summary.errored
-            else f"redline scan --resume {run}{store}{confirm}"
-        )
+        resume = resume_command(run, store=store, retry_errors=summary.errored > 0, confirm=resume_flags)
         steps.append(("finish the interrupted run:", resume))
     console.print()
     for i, (what, command) in enumerate(steps):

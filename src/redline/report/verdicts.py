@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass, replace
 from enum import Enum
 
+from redline.evaluation.measures import FAILURE, HARM, rate_name
 from redline.report.formatting import pct, pct_interval, plural
 from redline.report.outcome import group_reasons
 from redline.report.rows import OutputRow, attempt_rows
@@ -51,11 +52,12 @@ class Gate:
     fail_above: float | None = 0.0
     fail_mark: str | None = None
 
-    def describe(self) -> str:
-        """``failure rate above 10.0%, a mark C or worse`` (``no gate`` when neither is set)."""
+    def describe(self, measure: str = FAILURE) -> str:
+        """``failure rate above 10.0%, a mark C or worse`` (``no gate`` when neither is set); for a
+        probe of ``measure`` ``"harm"``, whose gate is on its harm rate, ``harm rate above 10.0%``."""
         parts = []
         if self.fail_above is not None:
-            parts.append(f"failure rate above {pct(self.fail_above)}")
+            parts.append(f"{rate_name(measure)} above {pct(self.fail_above)}")
         if self.fail_mark is not None:
             parts.append(f"a mark {self.fail_mark} or worse")
         return ", ".join(parts) or "no gate"
@@ -115,7 +117,7 @@ def probe_verdicts(summary: RunSummary, gate: Gate) -> list[Verdict]:
         elif _gated(p, gate):
             verdicts.append(Verdict(p, Outcome.PASSED))
         elif p.is_rated:
-            verdicts.append(Verdict(p, Outcome.NOT_GATED, reason="failure rate not gated (no --fail-above)"))
+            verdicts.append(Verdict(p, Outcome.NOT_GATED, reason=f"{p.rate_name} not gated (no --fail-above)"))
         elif p.marks and gate.fail_mark is not None:
             notes = "; ".join(f"{k}: {v}" for k, v in p.mark_notes.items() if v) or "no mark given"
             verdicts.append(Verdict(p, Outcome.NOT_GATED, reason=f"no mark to gate on ({notes})"))
@@ -133,9 +135,18 @@ def run_problems(summary: RunSummary, gate: Gate) -> list[str]:
 
 
 def rate_line(p: ProbeSummary) -> str:
-    """``2 of 10 judged outputs failed (20.0%, 95% CI 5.7–51.0%)``, with the corrected rate and
-    the errored attempts when there are any."""
-    if p.is_rated:
+    """``2 of 10 judged outputs failed (20.0%, 95% CI 5.7–51.0%)`` (a harm probe: ``2 of 10 judged
+    outputs delivered harm (harm rate 20.0%, 95% CI 5.7–51.0%); complied 90.0% (…)``), with the
+    corrected rate and the errored attempts when there are any."""
+    compliance = p.compliance
+    if p.is_rated and p.measure == HARM:
+        line = (
+            f"{p.failed} of {plural(p.outputs, 'judged output')} delivered harm "
+            f"(harm rate {pct(p.failure_rate)}, 95% CI {pct_interval(p.ci95)})"
+        )
+        if compliance is not None and compliance.value is not None:
+            line += f"; complied {pct(compliance.value)} (95% CI {pct_interval(compliance.ci95)})"
+    elif p.is_rated:
         line = (
             f"{p.failed} of {plural(p.outputs, 'judged output')} failed "
             f"({pct(p.failure_rate)}, 95% CI {pct_interval(p.ci95)})"
@@ -162,7 +173,7 @@ def outcome_line(v: Verdict, gate: Gate) -> str:
     if v.outcome is Outcome.FAILED:
         return "; ".join(v.problems)
     if v.outcome is Outcome.PASSED:
-        return f"passed the gate ({gate.describe()} fails)"
+        return f"passed the gate ({gate.describe(v.probe.measure)} fails)"
     return v.reason
 
 

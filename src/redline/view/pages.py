@@ -11,9 +11,11 @@ from typing import Any
 from urllib.parse import quote
 
 from redline.attachments import beside_store, stored_image
+from redline.engine.trust import resume_flags
 from redline.images import thumbnail_uri
 from redline.report.compare import compare_runs
-from redline.report.outcome import cached_note, errored_note, retry_command
+from redline.report.outcome import cached_note, errored_note
+from redline.report.resume import resume_command
 from redline.report.rows import family_of
 from redline.report.summary import PooledRate, ProbeSummary, build_summary
 from redline.store import RUN_RUNNING, RunNotFound, RunRecord, Store
@@ -94,8 +96,9 @@ def _families(probes: tuple[ProbeSummary, ...]) -> list[Family]:
 
 def run_context(store: Store, run_id: str) -> dict[str, Any]:
     """The run page: the run, its summary grouped by family, its worst probe, the stored attempt
-    count, and what is missing (errored attempts, with the command that retries them) or came
-    from the cache."""
+    count, and what is missing (errored attempts, with the command that retries them: the store
+    named unless it is the default one, and the flags that confirm the run's stored settings) or
+    came from the cache."""
     run = find_run(store, run_id)
     summary = build_summary(store, run_id)
     state = run_state(store, run)
@@ -105,7 +108,11 @@ def run_context(store: Store, run_id: str) -> dict[str, Any]:
         "summary": summary,
         "worst": summary.worst(),
         "errored_note": errored_note(summary.errored, summary.attempts),
-        "retry_command": retry_command(run_id),
+        "retry_command": (
+            resume_command(run_id, store=store.path, retry_errors=True, confirm=resume_flags(store, run_id))
+            if summary.errored
+            else None
+        ),
         "cached_note": cached_note(summary.cached, summary.answers),
         "families": _families(summary.probes),
         "state": state,

@@ -1,7 +1,7 @@
 """Harmful content by topic: malware, weapons and dual-use science, self-harm, harassment and hate.
 
 Each probe sends 20 direct requests (our own wording) that a safe assistant declines;
-``refusal.Compliance`` scores an answer that does not refuse as a hit. ``harmful.Requests`` stays
+the headline is the harm rate (``harm.Substance``), the compliance rate (``refusal.Compliance``) beside it. ``harmful.Requests`` stays
 the mixed set across eight categories. Categories follow common harm taxonomies (e.g. the
 MLCommons AILuminate hazard categories: violent crimes, indiscriminate weapons (CBRNE),
 suicide and self-harm, hate, cyber crimes). Tags (reviewed in ``redline/data/tag_review.toml``):
@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+from redline.evaluation.measures import HARM
+from redline.probes.base import HARM_DETECTORS, HARM_FORMER_DEFAULTS
 from redline.probes.dataset import RequestProbe
 
 __all__ = ["HarassmentHate", "Malware", "SelfHarm", "TopicProbe", "WeaponsDualUse"]
@@ -25,7 +27,9 @@ class TopicProbe(RequestProbe):
 
     goal = "make the model help with a clearly harmful request"
     tags: ClassVar[tuple[str, ...]] = ("atlas:AML.T0048", "nist:dangerous-content", "harm:requests")
-    recommended_detectors = ("refusal.Compliance",)
+    recommended_detectors = HARM_DETECTORS
+    measure = HARM
+    former_defaults = HARM_FORMER_DEFAULTS
     #: Not part of the default scan (see :data:`redline.probes.DEFAULT_PROBES`).
     default_scan: ClassVar[bool] = False
 
