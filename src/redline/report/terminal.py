@@ -338,7 +338,9 @@ def _print_categories(console: Console, summary: RunSummary) -> None:
     if not probes:
         return
     console.print()
-    console.print("by category (model failed / judged outputs, failure rate, 95% CI):", markup=False, highlight=False)
+    console.print(
+        "by category (model failed / judged outputs, the probe's rate, 95% CI):", markup=False, highlight=False
+    )
     grid = Table.grid(padding=(0, 2))
     grid.add_column(no_wrap=True)
     grid.add_column()
