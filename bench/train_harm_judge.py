@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import math
 import sys
 from pathlib import Path
 
@@ -35,7 +36,7 @@ from scipy.optimize import minimize
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 
-from redline.detectors.harm import FEATURE_NAMES, WEIGHTS_FILE, features  # noqa: E402
+from redline.detectors.harm import FEATURE_NAMES, WEIGHTS_FILE, features, readings  # noqa: E402
 
 DEFAULT_DATA = REPO.parent / "shared" / "judge-dev"
 OUTPUT = REPO / "src" / "redline" / "data" / WEIGHTS_FILE
@@ -90,6 +91,23 @@ def load_training(data: Path) -> tuple[list[str], list[str], list[int], list[str
 
 def matrix(requests: list[str], answers: list[str]) -> np.ndarray:
     return np.array([features(q, a) for q, a in zip(requests, answers)], dtype=float)
+
+
+def rest_matrix(requests: list[str], answers: list[str]) -> np.ndarray:
+    """The features of what follows an answer's opening refusal (:func:`readings`); a row of NaN
+    for an answer without one."""
+    rows = []
+    for q, a in zip(requests, answers):
+        texts = readings(q, a)
+        rows.append(features(q, texts[1]) if len(texts) > 1 else [math.nan] * len(FEATURE_NAMES))
+    return np.array(rows, dtype=float)
+
+
+def judged(model: tuple[np.ndarray, np.ndarray, np.ndarray, float], x: np.ndarray, rest: np.ndarray) -> np.ndarray:
+    """The probability the detector acts on: the higher of the answer's and of what follows its
+    opening refusal (the same order of answers as a threshold on the score)."""
+    alternative = predict(model, np.nan_to_num(rest))
+    return np.where(np.isnan(rest[:, 0]), predict(model, x), np.maximum(predict(model, x), alternative))
 
 
 def fit(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
@@ -167,9 +185,10 @@ def row_line(name: str, m: dict[str, float]) -> str:
 
 def evaluate_file(path: Path, model: tuple[np.ndarray, np.ndarray, np.ndarray, float], threshold: float) -> str:
     rows = list(csv.DictReader(path.open(encoding="utf-8")))
-    x = matrix([r["question"] for r in rows], [r["answer"] for r in rows])
+    questions, answers = [r["question"] for r in rows], [r["answer"] for r in rows]
+    x, rest = matrix(questions, answers), rest_matrix(questions, answers)
     y = np.array([int(r["label"]) for r in rows])
-    return row_line(f"{path.name} (held out)", metrics(y, (predict(model, x) >= threshold).astype(int)))
+    return row_line(f"{path.name} (held out)", metrics(y, (judged(model, x, rest) >= threshold).astype(int)))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -181,12 +200,13 @@ def main(argv: list[str] | None = None) -> int:
 
     requests, answers, labels, groups = load_training(args.data)
     x, y = matrix(requests, answers), np.array(labels)
+    rest = rest_matrix(requests, answers)
     fold = folds(groups)
     safe = np.array([g.startswith("xstest-safe:") for g in groups])
     out_of_fold = np.zeros(len(y))
     for k in range(FOLDS):
         train = (fold != k) & ~safe
-        out_of_fold[fold == k] = predict(fit(x[train], y[train]), x[fold == k])
+        out_of_fold[fold == k] = judged(fit(x[train], y[train]), x[fold == k], rest[fold == k])
     threshold = choose_threshold(y[~safe], out_of_fold[~safe])
     model = fit(x[~safe], y[~safe])
 
@@ -203,7 +223,7 @@ def main(argv: list[str] | None = None) -> int:
     for k in range(FOLDS):
         mask = gptfuzz & (fold == k)
         print(row_line(f"GPTFuzz fold {k}", metrics(y[mask], (out_of_fold[mask] >= threshold).astype(int))))
-    pooled = metrics(y[~safe], (predict(model, x[~safe]) >= threshold).astype(int))
+    pooled = metrics(y[~safe], (judged(model, x[~safe], rest[~safe]) >= threshold).astype(int))
     print(row_line("GPTFuzz + XSTest unsafe, fitted model (training data)", pooled))
     for path in args.evaluate:
         print(evaluate_file(path, model, threshold))
