@@ -204,17 +204,16 @@ class Message:
         self._data = value
         self.data_checksum = None if value is None else hashlib.sha256(value).hexdigest()
 
-    def as_dict(self, shared: bool = False) -> dict:
+    def as_dict(self) -> dict:
         """A JSON-ready dict; the attachment itself is not included, only its path and checksum.
-        ``tool_calls`` and ``tool_call_id`` appear only when set. ``shared``: the notes are the
-        message's own, not a copy (see :meth:`Attempt.as_dict`)."""
+        ``tool_calls`` and ``tool_call_id`` appear only when set."""
         value: dict[str, Any] = {
             "text": self.text,
             "lang": self.lang,
             "data_path": self.data_path,
             "data_type": list(self.data_type) if self.data_type is not None else None,
             "data_checksum": self.data_checksum,
-            "notes": (self.notes or {}) if shared else _jsonable(self.notes or {}),
+            "notes": _jsonable(self.notes or {}),
         }
         if self.tool_calls:
             value["tool_calls"] = [c.as_dict() for c in self.tool_calls]
@@ -280,8 +279,8 @@ class Turn:
             raise AttemptError(f"unknown role {self.role!r}: expected one of {', '.join(ROLES)}")
         self.content = _as_message(self.content)
 
-    def as_dict(self, shared: bool = False) -> dict:
-        return {"role": self.role, "content": self.content.as_dict(shared)}
+    def as_dict(self) -> dict:
+        return {"role": self.role, "content": self.content.as_dict()}
 
     @classmethod
     def from_dict(cls, value: dict) -> Turn:
@@ -327,11 +326,8 @@ class Conversation:
         who = f" from {role!r}" if role else ""
         raise AttemptError(f"the conversation has no message{who}")
 
-    def as_dict(self, shared: bool = False) -> dict:
-        """A JSON-ready dict; ``shared``: the notes are the conversation's own, not a copy (see
-        :meth:`Attempt.as_dict`)."""
-        notes = (self.notes or {}) if shared else _jsonable(self.notes or {})
-        value = {"turns": [t.as_dict(shared) for t in self.turns], "notes": notes}
+    def as_dict(self) -> dict:
+        value = {"turns": [t.as_dict() for t in self.turns], "notes": _jsonable(self.notes or {})}
         if self.tools:
             value["tools"] = [t.as_dict() for t in self.tools]
         return value
@@ -626,31 +622,25 @@ class Attempt:
         return list(self.reverse_translation_outputs)
 
     # -- serialisation ---------------------------------------------------------------------------
-    def as_dict(self, shared: bool = False) -> dict:
-        """A JSON-ready dict from which :meth:`from_dict` rebuilds an equal attempt: a copy.
-
-        With ``shared`` the notes, parameters and scores in it (the attempt's and its messages')
-        are the attempt's own, not copies, and a conversation or message kept in notes is left as
-        it is: for a caller that writes it as JSON at once, with :func:`json_default` writing
-        those (:meth:`redline.store.Store.attempt_row`)."""
-        ready = _as_is if shared else _jsonable
-        prompt = self.prompt_view()  # read, not kept: the dict holds what it builds from it
+    def as_dict(self) -> dict:
+        """A JSON-ready dict from which :meth:`from_dict` rebuilds an equal attempt."""
+        prompt = self.prompt_view()  # as_dict copies what it reads
         return {
             "entry_type": "attempt",
             "uuid": self.uuid,
             "seq": self.seq,
             "status": self.status,
             "probe_classname": self.probe_classname,
-            "probe_params": ready(self.probe_params),
+            "probe_params": _jsonable(self.probe_params),
             "targets": list(self.targets),
-            "prompt": prompt.as_dict(shared) if prompt is not None else None,
-            "outputs": [m.as_dict(shared) for m in self.outputs],
-            "detector_results": ready(self.detector_results),
-            "notes": ready(self.notes),
+            "prompt": prompt.as_dict() if prompt is not None else None,
+            "outputs": [m.as_dict() for m in self.outputs],
+            "detector_results": _jsonable(self.detector_results),
+            "notes": _jsonable(self.notes),
             "goal": self.goal,
-            "conversations": [c.as_dict(shared) for c in self.conversations],
+            "conversations": [c.as_dict() for c in self.conversations],
             "output_layers": self._layers,
-            "reverse_translation_outputs": [m.as_dict(shared) for m in self.reverse_translation_outputs],
+            "reverse_translation_outputs": [m.as_dict() for m in self.reverse_translation_outputs],
         }
 
     @classmethod
@@ -704,22 +694,6 @@ def _copied(value: dict | None) -> dict:
 
 
 _SCALARS = frozenset({str, int, float, bool, type(None)})
-
-
-def _as_is(value: Any) -> Any:
-    """``value`` itself: what :meth:`Attempt.as_dict` with ``shared`` puts in place of a copy."""
-    return value
-
-
-def json_default(value: Any) -> Any:
-    """What JSON holds for a value that an ``as_dict(shared=True)`` leaves as it is and an encoder
-    cannot write itself: a conversation, turn or message as its ``as_dict``, a subclass of tuple
-    as a list, as :meth:`Attempt.as_dict` copies them. ``TypeError`` for any other value."""
-    if isinstance(value, (Conversation, Message, Turn)):
-        return value.as_dict(shared=True)
-    if isinstance(value, tuple):
-        return list(value)
-    raise TypeError(f"{type(value).__name__} is not JSON-ready")
 
 
 def _jsonable(value: Any) -> Any:

@@ -13,7 +13,6 @@ with orjson when it is installed and :mod:`json` for what orjson does not take.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from typing import Any
 
 __all__ = ["dumps", "dumps_bytes", "loads", "orjson_loads"]
@@ -25,23 +24,19 @@ except ImportError:  # pragma: no cover - orjson is a dependency; a bare install
     _orjson = None
 
 
-def dumps(value: Any, default: Callable[[Any], Any] | None = None) -> str:
-    """``value`` as compact JSON text; ``default`` as for :func:`dumps_bytes`."""
-    return dumps_bytes(value, default).decode()
+def dumps(value: Any) -> str:
+    """``value`` as compact JSON text."""
+    return dumps_bytes(value).decode()
 
 
-def dumps_bytes(value: Any, default: Callable[[Any], Any] | None = None) -> bytes:
-    """``value`` as compact JSON, UTF-8 bytes (a request body). ``default``: what to write for an
-    object neither encoder writes itself, dataclasses included (``TypeError`` when it has none)."""
+def dumps_bytes(value: Any) -> bytes:
+    """``value`` as compact JSON, UTF-8 bytes (a request body)."""
     if _orjson is not None:
         try:
-            if default is None:
-                return _orjson.dumps(value, option=_orjson.OPT_NON_STR_KEYS)
-            options = _orjson.OPT_NON_STR_KEYS | _orjson.OPT_PASSTHROUGH_DATACLASS
-            return _orjson.dumps(value, default=default, option=options)
+            return _orjson.dumps(value, option=_orjson.OPT_NON_STR_KEYS)
         except TypeError:
             pass
-    return json.dumps(value, separators=(",", ":"), default=default).encode()
+    return json.dumps(value, separators=(",", ":")).encode()
 
 
 def loads(text: str | bytes) -> Any:

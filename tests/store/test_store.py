@@ -977,25 +977,3 @@ async def test_batch_writer_hurry_writes_the_queued_cache_entries(tmp_path):
         writer.cache_put("c", ["c"])  # from now on every entry goes with the next transaction
         await writer.save_attempt(run_id, make_attempt(0))
         assert cache_keys_in_file(path) == ["a", "b", "c"]
-
-
-def test_a_stored_attempt_is_the_json_of_its_as_dict_whatever_its_notes_hold():
-    from collections import namedtuple
-
-    from redline import jsonio
-    from redline.attempt import ToolCall
-
-    pair = namedtuple("pair", "a b")
-    held = Conversation(turns=[Turn("user", Message("quoted", notes={"span": (1, 2)}))])
-    cases = [
-        {"prompt": held, "answer": Message("m"), "pair": pair(1, (2, 3)), 7: "int key"},
-        {"prompt": held, "pair": pair(1, 2), "big": 2**70},  # past 64 bits: the standard library writes it
-        {"call": ToolCall("c1", "lookup", {"q": 1}), "span": (1, 2)},  # a dataclass only a copy writes
-    ]
-    for notes in cases:
-        attempt = make_attempt(0)
-        attempt.notes.update(notes)
-        row = Store.attempt_row("run", attempt)
-        copied = attempt.as_dict()
-        assert (row[7], row[9]) == (jsonio.dumps(copied), jsonio.dumps(copied["notes"]))
-        assert Store.attempt_row("run", attempt)[7] == row[7]  # writing it changed nothing

@@ -308,9 +308,6 @@ _PERSONA = re.compile(
     r"|(?:^|\n|(?<=[.!?])\s)[ \t]*[Aa]s (?P<as>[A-Z][A-Za-z0-9]*[A-Z][A-Za-z0-9]*|DAN|Dan|[A-Z]{2,}\w*),",
 )
 
-#: What every "as NAME," of :data:`_PERSONA` begins with.
-_AS_NAME = re.compile(r"[Aa]s [A-Z]")
-
 #: Labels that head a part of one answer rather than name a voice.
 _NOT_A_VOICE = re.compile(
     r"^(?:step|part|phase|stage|section|chapter|note|notes|warning|disclaimer|caution|important|example|examples|answer|response|"
@@ -586,8 +583,6 @@ class ResponseAnalysis:
 
 def _voices(text: str) -> list[tuple[str | None, str]]:
     """Split an answer into ``(label, text)`` voices when it speaks in two or more of them."""
-    if ":" not in text and "[" not in text and "(" not in text and not _AS_NAME.search(text):
-        return [(None, text)]  # no colon, bracket or "as NAME": nothing _PERSONA finds, one voice
     cuts: list[tuple[int, int, str]] = []
     for match in _PERSONA.finditer(text):
         label = match.group("label") or match.group("bracket") or match.group("as")

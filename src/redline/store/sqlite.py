@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from redline import jsonio
-from redline.attempt import Attempt, AttemptError, json_default
+from redline.attempt import Attempt, AttemptError
 from redline.evaluation import FAIL
 from redline.generators.transport.secrets import mask_url, redact_data
 from redline.store import rows
@@ -329,12 +329,7 @@ class Store:
         """The ``attempts`` row of ``attempt`` (serialised now: later changes are not seen): its
         :meth:`~redline.attempt.Attempt.as_dict` as JSON, and the JSON of its notes in a column of
         their own. ``failed`` counts its outputs judged :data:`~redline.evaluation.FAIL`."""
-        try:  # written at once: nothing to copy
-            value = attempt.as_dict(shared=True)
-            data, notes = jsonio.dumps(value, json_default), jsonio.dumps(value["notes"], json_default)
-        except TypeError:  # an object in the notes that only a copy makes JSON-ready
-            value = attempt.as_dict()
-            data, notes = jsonio.dumps(value), jsonio.dumps(value["notes"])
+        value = attempt.as_dict()
         evaluation = attempt.notes.get("evaluation", [])
         failed = sum(1 for e in evaluation if e == FAIL)
         errored = 1 if attempt.notes.get("error") else 0
@@ -346,9 +341,9 @@ class Store:
             len(attempt.outputs),
             failed,
             errored,
-            data,
+            jsonio.dumps(value),
             time.time(),
-            notes,
+            jsonio.dumps(value["notes"]),
         )
 
     def save_attempt(self, run_id: str, attempt: Attempt) -> None:

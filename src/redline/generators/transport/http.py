@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import contextlib
 import os
 import re
 import urllib.parse
@@ -57,9 +56,6 @@ __all__ = ["MAX_BODY_BYTES", "HTTPGenerator", "NotServed"]
 
 MAX_BODY_BYTES = 64 * 2**20
 """The largest answer body read from an endpoint; a larger one fails its request only."""
-
-#: The cap on requests in flight of a generator without the ``concurrency`` option: none.
-_NO_CAP = contextlib.nullcontext()
 
 _EXCERPT_BYTES = 64 * 2**10
 """The start of an answer body masked before a message quotes a part of it: far longer than the
@@ -184,8 +180,6 @@ class HTTPGenerator(RemoteGenerator):
             )
 
     async def start(self) -> None:
-        if self._session is not None:
-            return
         try:
             await self._start()
         except GeneratorUnavailable as exc:  # e.g. "cannot reach URL": the URL's password masked
@@ -429,88 +423,92 @@ class HTTPGenerator(RemoteGenerator):
         and errors as for :meth:`post_json`; their messages never hold a secret (an answer that
         echoes the key is masked)."""
         try:
-            if self._session is None:
-                await self.start()
-            import aiohttp
-
-            session = self._session
-            assert session is not None
-            policy = self.retry_policy
-            first_timeout = timeout if timeout is not None else self.request_timeout()
-            timeouts = 0  # tries of this request that timed out: the next one waits longer
-            in_flight = self._semaphore if self._semaphore is not None else _NO_CAP
-            try:
-                target, auth = self._target(url)
-                proxy = self._proxy(url)
-            except ValueError as exc:  # e.g. "Invalid IPv6 URL"
-                raise GeneratorUnavailable(f"{self.family}: cannot send to {url}: {exc}") from None
-            headers = self._sent_headers(auth)
-
-            async def attempt(index: int) -> Any:
-                """One try: the answer, or :class:`TransientFailure` for one worth another try."""
-                nonlocal timeouts
-                seconds = policy.timeout(first_timeout, timeouts)
-                try:
-                    async with (
-                        in_flight,
-                        session.request(
-                            method,
-                            target,
-                            data=content,
-                            headers=headers,
-                            proxy=proxy,
-                            timeout=aiohttp.ClientTimeout(total=seconds),
-                            allow_redirects=False,  # a redirect would carry the headers to wherever it points
-                        ) as response,
-                    ):
-                        body = await _read_capped(response, url)
-                except Exception as exc:
-                    failure = self._failure(exc, index, url, seconds)
-                    if failure is None:
-                        raise
-                    if isinstance(failure, TransientFailure) and failure.timed_out:
-                        timeouts += 1
-                    raise failure from None
-                status = response.status
-                self.limiter.observe(response.headers)  # x-ratelimit-* headers, when the provider sends them
-                if status < 300:
-                    if as_text:
-                        return _decode(body, response.charset)
-                    data = self._json(
-                        body, response, url
-                    )  # a truncated or garbled body: MalformedResponse, tried again
-                    self.limiter.settle(estimated_tokens, self._usage_tokens(data))
-                    return data if parse is None else parse(data)
-                raise self._refusal(url, status, body, response)
-
-            return await policy.call(attempt, self.limiter, estimated_tokens, self._count_retry)
+            return await self._send(url, content, estimated_tokens, method, as_text, parse, timeout)
         except (GeneratorError, GeneratorUnavailable) as exc:
             message = self.redact(str(exc))
             if message == str(exc):
                 raise
             raise type(exc)(message) from None
 
-    def _refusal(self, url: str, status: int, body: bytes, response: Any) -> GeneratorError | GeneratorUnavailable:
-        """What an answer with HTTP ``status`` (300 or more) to ``url`` means: a refused key, a
-        path or model not served, a redirect, a :class:`TransientFailure` worth another try (with
-        the server's ``Retry-After``), or a :class:`GeneratorError` for good."""
-        if status in (401, 403):
-            return GeneratorUnavailable(
-                f"{self.base_url} refused the key in {self.api_key_env or 'the request'} (HTTP {status})"
-            )
-        answer = _one_line(self.redact(_decode(body[:_EXCERPT_BYTES], response.charset)))
-        if status == 404:
-            return self._not_served(url, answer)
-        if 300 <= status < 400:
-            return GeneratorUnavailable(
-                f"{url} redirects (HTTP {status}) to {_one_line(self.redact(response.headers.get('location', '')))}: "
-                "redirects are not followed, so that the key and headers go only where --base-url says; "
-                "give the final URL with --base-url"
-            )
-        message = f"HTTP {status} from {url}: {answer}"
-        if not is_transient_status(status):
-            return GeneratorError(message)
-        return TransientFailure(message, parse_retry_after(response.headers), throttled=status == 429)
+    async def _send(
+        self,
+        url: str,
+        content: bytes,
+        estimated_tokens: int,
+        method: str,
+        as_text: bool,
+        parse: Callable[[Any], Any] | None = None,
+        timeout: float | None = None,
+    ) -> Any:
+        await self.start()
+        import aiohttp
+
+        first_timeout = timeout if timeout is not None else self.request_timeout()
+        timeouts = 0  # tries of this request that timed out: the next one waits longer
+        session = self._session
+        assert session is not None
+        semaphore = self._semaphore
+        try:
+            target, auth = self._target(url)
+            proxy = self._proxy(url)
+        except ValueError as exc:  # e.g. "Invalid IPv6 URL"
+            raise GeneratorUnavailable(f"{self.family}: cannot send to {url}: {exc}") from None
+
+        async def exchange(seconds: float) -> tuple[int, bytes, Any, str | None]:
+            limit = aiohttp.ClientTimeout(total=seconds)
+            async with session.request(
+                method,
+                target,
+                data=content,
+                headers=self._sent_headers(auth),
+                proxy=proxy,
+                timeout=limit,
+                allow_redirects=False,  # a redirect would carry the headers to wherever it points
+            ) as response:
+                return response.status, await _read_capped(response, url), response.headers, response.charset
+
+        async def attempt(index: int) -> Any:
+            """One try: the answer, or :class:`TransientFailure` for one worth another try."""
+            nonlocal timeouts
+            seconds = self.retry_policy.timeout(first_timeout, timeouts)
+            try:
+                if semaphore is not None:
+                    async with semaphore:
+                        status, body, headers, charset = await exchange(seconds)
+                else:
+                    status, body, headers, charset = await exchange(seconds)
+            except Exception as exc:
+                failure = self._failure(exc, index, url, seconds)
+                if failure is None:
+                    raise
+                if isinstance(failure, TransientFailure) and failure.timed_out:
+                    timeouts += 1
+                raise failure from None
+            self.limiter.observe(headers)  # x-ratelimit-* headers, when the provider sends them
+            if status < 300:
+                if as_text:
+                    return _decode(body, charset)
+                data = self._json(body, charset, url)  # a truncated or garbled body: MalformedResponse, tried again
+                self.limiter.settle(estimated_tokens, self._usage_tokens(data))
+                return data if parse is None else parse(data)
+            if status in (401, 403):
+                raise GeneratorUnavailable(
+                    f"{self.base_url} refused the key in {self.api_key_env or 'the request'} (HTTP {status})"
+                )
+            if status == 404:
+                raise self._not_served(url, _one_line(self.redact(_decode(body[:_EXCERPT_BYTES], charset))))
+            if 300 <= status < 400:
+                raise GeneratorUnavailable(
+                    f"{url} redirects (HTTP {status}) to {_one_line(self.redact(headers.get('location', '')))}: "
+                    "redirects are not followed, so that the key and headers go only where --base-url says; "
+                    "give the final URL with --base-url"
+                )
+            message = f"HTTP {status} from {url}: {_one_line(self.redact(_decode(body[:_EXCERPT_BYTES], charset)))}"
+            if not is_transient_status(status):
+                raise GeneratorError(message)
+            raise TransientFailure(message, parse_retry_after(headers), throttled=status == 429)
+
+        return await self.retry_policy.call(attempt, self.limiter, estimated_tokens, self._count_retry)
 
     def _not_served(self, url: str, answer: str) -> NotServed:
         """The one-line :class:`NotServed` for a 404 from ``url`` whose (masked) body is ``answer``:
@@ -562,15 +560,13 @@ class HTTPGenerator(RemoteGenerator):
             return GeneratorError(f"request to {url} failed: {type(exc).__name__}: {_one_line(self.redact(str(exc)))}")
         return None
 
-    def _json(self, body: bytes, response: Any, url: str) -> Any:
-        """The JSON of a successful answer's ``body`` (``response`` gives its charset when it is
-        quoted): :class:`MalformedResponse` when it is not JSON, :class:`GeneratorError` for an
-        error object."""
+    def _json(self, body: bytes, charset: str | None, url: str) -> Any:
         try:
             data = jsonio.loads(body)
         except (ValueError, RecursionError):
-            text = _decode(body[:_EXCERPT_BYTES], response.charset)
-            raise MalformedResponse(f"malformed response from {url}: not JSON: {self.excerpt(text, 200)!r}") from None
+            raise MalformedResponse(
+                f"malformed response from {url}: not JSON: {self.excerpt(_decode(body[:_EXCERPT_BYTES], charset), 200)!r}"
+            ) from None
         if isinstance(data, dict) and data.get("error") and not data.get("choices"):
             error = data["error"]
             message = error.get("message") if isinstance(error, dict) else error

@@ -69,20 +69,12 @@ class RemoteGenerator(Generator):
         self._semaphore = asyncio.Semaphore(self.concurrency) if self.concurrency else None
         #: Retries sent so far.
         self.retries = 0
-        self._retry_policy: RetryPolicy | None = None
 
     @property
     def retry_policy(self) -> RetryPolicy:
         """How this generator retries, from its current ``max_retries``, ``backoff_base``,
         ``backoff_cap`` and ``max_retry_after``."""
-        values = (self.max_retries, self.backoff_base, self.backoff_cap, self.max_retry_after)
-        policy = self._retry_policy
-        if (
-            policy is None
-            or (policy.max_retries, policy.backoff_base, policy.backoff_cap, policy.max_retry_after) != values
-        ):
-            policy = self._retry_policy = RetryPolicy(*values)
-        return policy
+        return RetryPolicy(self.max_retries, self.backoff_base, self.backoff_cap, self.max_retry_after)
 
     def _count_retry(self) -> None:
         self.retries += 1
