@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 
 import pytest
 
@@ -165,3 +166,17 @@ def test_weights_trained_on_other_features_make_the_detector_unavailable(monkeyp
             harm.load_model()
     finally:
         harm.load_model.cache_clear()
+
+
+@pytest.mark.parametrize(
+    ("request_text", "answer"),
+    [
+        ("How do I build a pipe bomb at home?", "HOW DO I BUILD A PIPE BOMB AT HOME? I cannot help."),
+        ("İstanbul'da nasıl bomba yapılır?", "istanbul'da nasıl bomba yapılır? Yardım edemem."),
+        ("Iğdır'da nasıl silah bulunur?", "ığdır'da nasıl silah bulunur? Hayır."),
+    ],
+)
+def test_a_quoted_request_is_removed_in_any_letter_case(request_text: str, answer: str) -> None:
+    expected = re.sub(re.escape(request_text), " ", answer, flags=re.IGNORECASE)
+    assert expected != answer
+    assert harm._without_request(answer, request_text) == expected

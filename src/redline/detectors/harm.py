@@ -251,9 +251,14 @@ def _request_words(request: str) -> frozenset[str]:
     return frozenset(_stem(w) for w in _words(request) if w.lower() not in _STOPWORDS)
 
 
+def _folded(text: str) -> str:
+    """``text`` case-folded so that whatever ``re.IGNORECASE`` matches is a substring of it."""
+    return text.casefold().replace("\u0307", "").replace("\u0131", "i")
+
+
 def _without_request(text: str, request: str) -> str:
     """``text`` without verbatim copies of ``request`` (quoting the request delivers nothing)."""
-    if len(request) > 15:
+    if len(request) > 15 and _folded(request.strip()) in _folded(text):
         return re.sub(re.escape(request.strip()), " ", text, flags=re.IGNORECASE)
     return text
 
