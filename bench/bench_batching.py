@@ -22,6 +22,7 @@ timed; the setup of transformers' manager (its cache allocation) is shown apart.
     python bench/bench_batching.py                   # 3 rounds, the default scan's settings
     python bench/bench_batching.py --rounds 2 --no-generate --cb-max-requests 16,128
     python bench/bench_batching.py --store scan.db   # the prompts of the run stored in scan.db
+    python bench/bench_batching.py --device cuda     # on a GPU
 
 This is a benchmark, not a test: the figures depend on the machine and on what else runs on it.
 """
@@ -166,8 +167,8 @@ def run_generate(gen: Any, prompts: list[list[int]], batch: int) -> Timed:
         for start in range(0, len(order), batch):
             rows = [prompts[i] for i in order[start : start + batch]]
             width = max(map(len, rows))
-            input_ids = torch.tensor([[tok.pad_token_id] * (width - len(r)) + r for r in rows])
-            mask = torch.tensor([[0] * (width - len(r)) + [1] * len(r) for r in rows])
+            input_ids = torch.tensor([[tok.pad_token_id] * (width - len(r)) + r for r in rows], device=gen._device)
+            mask = torch.tensor([[0] * (width - len(r)) + [1] * len(r) for r in rows], device=gen._device)
             out = model.generate(input_ids=input_ids, attention_mask=mask, generation_config=config)
             tokens += sum(1 for t in out[:, width:].flatten().tolist() if t not in eos)
     return clock.stop(tokens)
@@ -211,6 +212,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--store", type=Path, default=None, help="take the prompts of the run in this store")
     parser.add_argument("--no-generate", action="store_true", help="leave generate() out")
+    parser.add_argument("--no-cb", action="store_true", help="leave transformers' continuous batching out")
+    parser.add_argument("--device", default="cpu", help="where the model runs: cpu, cuda, cuda:N (default cpu)")
     args = parser.parse_args(argv)
     os.environ.update({"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TQDM_DISABLE": "1"})
     command = shlex.join(["python", "bench/bench_batching.py", *(argv if argv is not None else sys.argv[1:])])
@@ -222,7 +225,7 @@ def main(argv: list[str] | None = None) -> int:
     conversations = default_scan_prompts(args.store)
     if args.limit:
         conversations = conversations[: args.limit]
-    options: dict[str, Any] = {}
+    options: dict[str, Any] = {"device": args.device}
     if args.max_tokens is not None:
         options["max_tokens"] = args.max_tokens
     if args.temperature is not None:
@@ -236,7 +239,7 @@ def main(argv: list[str] | None = None) -> int:
     num_blocks = gen.option_values["cache_mb"] * 2**20 // (gen.batcher.token_bytes * args.page_size)
 
     runners: dict[str, Callable[[], Timed]] = {"redline `ContinuousBatcher`": lambda: run_redline(gen, prompts)}
-    for requests in [int(v) for v in args.cb_max_requests.split(",") if v] or [gen.batch_size]:
+    for requests in [] if args.no_cb else [int(v) for v in args.cb_max_requests.split(",") if v] or [gen.batch_size]:
         cb_options: dict[str, Any] = {
             "page_size": args.page_size,
             "num_blocks": num_blocks,  # the generator's cache_mb, as redline's batcher gets
@@ -262,7 +265,8 @@ def main(argv: list[str] | None = None) -> int:
 
     print(f"`{command}`  ")
     print(
-        f"transformers {transformers.__version__}, torch {__import__('torch').__version__}; {os.cpu_count()} CPUs; "
+        f"transformers {transformers.__version__}, torch {__import__('torch').__version__}; {os.cpu_count()} CPUs, "
+        f"device {args.device}; "
         f"{len(prompts)} prompts of {min(map(len, prompts))}–{max(map(len, prompts))} tokens; "
         f"max_tokens {gen.max_tokens}, temperature {gen.temperature}, top_p {gen.top_p}; {args.rounds} rounds, "
         f"interleaved; transformers CB: page_size {args.page_size}, num_blocks {num_blocks}, "

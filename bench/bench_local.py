@@ -16,6 +16,7 @@ It prints a Markdown table: wall time, attempts/s, generated tokens/s, and redli
 
     python bench/bench_local.py                 # the default scan (76 attempts)
     python bench/bench_local.py --probes all --sample 3
+    python bench/bench_local.py --hf PATH --device cuda   # another local model, on a GPU
 
 This is a benchmark, not a test: the figures depend on the machine and on what else runs on it.
 """
@@ -76,20 +77,28 @@ def stored_work(store: Path) -> tuple[list[list[dict[str, str]]], list[str], dic
 
 
 def ceiling(
-    prompts: list[list[dict[str, str]]], outputs: list[str], settings: dict[str, Any], batch: int
+    prompts: list[list[dict[str, str]]],
+    outputs: list[str],
+    settings: dict[str, Any],
+    batch: int,
+    source: str | None = None,
+    device: str = "cpu",
 ) -> dict[str, Any]:
-    """transformers' generate() on the prompts, sorted by length, static batches, every core."""
+    """transformers' generate() on the prompts, sorted by length, static batches, every core (or
+    ``device``), with the model at ``source`` (default: the embedded model's converted copy)."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from redline.generators import get_generator
     from redline.generators.huggingface import cpu_threads
 
-    source = str(get_generator("smollm2").converted_copy())  # the converted copy the scan made
+    source = source or str(get_generator("smollm2").converted_copy())  # the converted copy the scan made
     torch.set_num_threads(cpu_threads())
     tokenizer = AutoTokenizer.from_pretrained(source)
-    model = AutoModelForCausalLM.from_pretrained(source, dtype=torch.float32).eval()
+    model = AutoModelForCausalLM.from_pretrained(source, dtype=torch.float32).eval().to(device)
     tokenizer.padding_side = "left"
+    if tokenizer.pad_token is None:  # as the hf generator does
+        tokenizer.pad_token = tokenizer.eos_token
     encoded = [tokenizer.apply_chat_template(p, add_generation_prompt=True, tokenize=True) for p in prompts]
     ids = [list(e["input_ids"]) if hasattr(e, "keys") else list(e) for e in encoded]
     temperature = float(settings.get("temperature", 0.7))
@@ -109,8 +118,8 @@ def ceiling(
         for start in range(0, len(order), batch):
             rows = [ids[i] for i in order[start : start + batch]]
             width = max(map(len, rows))
-            input_ids = torch.tensor([[tokenizer.pad_token_id] * (width - len(r)) + r for r in rows])
-            mask = torch.tensor([[0] * (width - len(r)) + [1] * len(r) for r in rows])
+            input_ids = torch.tensor([[tokenizer.pad_token_id] * (width - len(r)) + r for r in rows], device=device)
+            mask = torch.tensor([[0] * (width - len(r)) + [1] * len(r) for r in rows], device=device)
             out = model.generate(input_ids=input_ids, attention_mask=mask, **kwargs)
             new = out[:, width:]
             generated += int((new != tokenizer.pad_token_id).sum())
@@ -122,7 +131,13 @@ def ceiling(
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--batch", type=int, default=32, help="rows per static batch of the ceiling (default 32)")
+    parser.add_argument("--hf", help="a local transformers model folder instead of the embedded model (hf:PATH)")
+    parser.add_argument("--device", default="cpu", help="where both run: cpu, cuda, cuda:N (default cpu)")
     args, extra = parser.parse_known_args(argv)
+    if args.hf:
+        extra = ["-m", f"hf:{args.hf}", *extra]
+    if args.device != "cpu":
+        extra += ["--gen-opt", f"device={args.device}"]
     os.environ.update({"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"})
     command = shlex.join(["python", "bench/bench_local.py", *(argv if argv is not None else sys.argv[1:])])
     with tempfile.TemporaryDirectory() as tmp:
@@ -130,12 +145,12 @@ def main(argv: list[str] | None = None) -> int:
         scan = run_redline(store, extra)
         prompts, outputs, settings = stored_work(store)
     attempts = len(prompts)
-    base = ceiling(prompts, outputs, settings, args.batch)
+    base = ceiling(prompts, outputs, settings, args.batch, args.hf, args.device)
     tokens = base["redline_tokens"]
     cores = os.cpu_count() or 1
     print(f"`{command}`  ")
     print(
-        f"{cores} CPUs; {attempts} attempts; max_tokens {settings.get('max_tokens')}, "
+        f"{cores} CPUs, device {args.device}; {attempts} attempts; max_tokens {settings.get('max_tokens')}, "
         f"temperature {settings.get('temperature')}; first attempt stored after {scan['first'] or 0:.1f} s\n"
     )
     print("| | wall time | attempts/s | generated tokens/s | cores used | peak RSS |")
