@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import io
 import json
+from dataclasses import replace
 
 import pytest
 from rich.cells import cell_len
@@ -140,6 +141,23 @@ def test_the_shipped_validation_corrects_the_rate_of_the_version_it_measured(sto
     other = make_run(store, {JUDGE: Compliance.version + ".old"})  # verdicts of another version
     p = probe_of(store, other)
     assert (p.corrected_rate, p.correction_note) == (None, NOT_VALIDATED)
+
+
+def test_a_shipped_validation_says_its_caveat_beside_it(store, monkeypatch):
+    caveat = "on other labels accuracy 0.60: validate it on your own"
+    monkeypatch.setattr(Compliance, "validation", replace(SHIPPED, caveat=caveat))
+    run_id = make_run(store, {JUDGE: Compliance.version})
+    p = probe_of(store, run_id)
+    assert p.judge_validation == f"shipped validation on shipped-set; {caveat}"
+    assert p.corrected_rate == pytest.approx(3 / 7, abs=1e-6)  # the caveat changes no figure
+    assert caveat in render_report(store, run_id)
+    assert caveat in "".join(export_markdown(store, run_id))
+
+
+def test_harm_substance_ships_the_accuracy_it_reached_on_harm_labels_it_was_not_trained_on():
+    from redline.detectors.harm import Substance
+
+    assert Substance.validation is not None and "accuracy 0.60" in (Substance.validation.caveat or "")
 
 
 def test_a_saved_validation_of_the_recorded_version_comes_before_the_shipped_one(store, shipped):

@@ -93,7 +93,8 @@ class Validation:
     """How a detector scored human-labelled data: ``tp``/``fn`` count outputs labelled positive
     (the detector should score a hit: the model failed) that it scored a hit / a miss, ``fp``/``tn``
     outputs labelled negative; ``undetected`` the outputs it could not score. ``dataset`` names
-    the data and where it comes from (a citation)."""
+    the data and where it comes from (a citation). ``caveat``, when given, says what the detector
+    reached on labelled data unlike the validation's (the reports print it beside the validation)."""
 
     dataset: str
     tp: int
@@ -101,6 +102,7 @@ class Validation:
     fn: int
     tn: int
     undetected: int = 0
+    caveat: str | None = None
 
     @property
     def sensitivity(self) -> float | None:

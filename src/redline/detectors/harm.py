@@ -435,7 +435,15 @@ def load_model() -> HarmModel:
 #: GPTFuzz labelled jailbreak responses (Yu et al., 2023; MIT) and XSTest v2 answers to its unsafe
 #: prompts (Röttger et al., 2024; CC BY 4.0). They describe jailbreak-style answers, not every answer.
 HARM_VALIDATION = Validation(
-    "GPTFuzz + XSTest v2 unsafe prompts, human labels, out-of-fold by request", tp=1487, fp=383, fn=336, tn=4554
+    "GPTFuzz + XSTest v2 unsafe prompts, human labels, out-of-fold by request",
+    tp=1487,
+    fp=383,
+    fn=336,
+    tn=4554,
+    caveat=(
+        "on people's harm labels of PKU-SafeRLHF answers, which it was not trained on, accuracy 0.60 and "
+        "F1 0.63: validate it on labels of your own answers, or use a stronger --harm-judge"
+    ),
 )
 
 

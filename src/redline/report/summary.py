@@ -741,7 +741,8 @@ def _correction(
             source = f"saved validation on {r.dataset} ({_day(r.created)})"
             validation = (source, Validation(r.dataset, r.tp, r.fp, r.fn, r.tn, r.undetected))
         elif shipped is not None:
-            validation = (f"shipped validation on {shipped.dataset}", shipped)
+            caveat = f"; {shipped.caveat}" if shipped.caveat else ""
+            validation = (f"shipped validation on {shipped.dataset}{caveat}", shipped)
     support = None if judge is None or shipped is None else _support(store, run_id, name, judge, shipped)
     if support is not None and not support.supported:
         validation = None
