@@ -413,7 +413,7 @@ class ContinuousBatcher:
             return None
         ids = row.request.ids
         key = zlib.crc32(b"".join(int(t).to_bytes(4, "little", signed=True) for t in ids))
-        generator = self.torch.Generator(device=self.device)
+        generator = self.torch.Generator()  # on the CPU: one copy of every row's draws per step
         generator.manual_seed((self.seed * 1_000_003 + key * 131 + row.index) % (2**63))
         return generator
 
@@ -539,8 +539,8 @@ class ContinuousBatcher:
         most likely tokens whose probability reaches ``top_p``), one uniform draw per row from the
         row's own generator (inverse transform). The nucleus is looked for among the
         :data:`NUCLEUS_CANDIDATES` most likely tokens (instead of sorting the whole vocabulary of
-        every row at every step); a row whose nucleus is larger (a flat distribution) is sorted in
-        full."""
+        every row at every step), for all such rows at once; a row whose nucleus is larger (a flat
+        distribution) is sorted in full."""
         torch = self.torch
         if self.temperature <= 0:
             return [int(t) for t in logits.argmax(-1).tolist()]
@@ -551,30 +551,36 @@ class ContinuousBatcher:
         before = probs.cumsum(-1) - probs
         covered = (before[:, -1] + probs[:, -1] >= self.top_p).tolist()
         weights = probs.masked_fill(before >= self.top_p, 0.0).cumsum(-1)
-        tokens: list[int] = []
-        for i, row in enumerate(rows):
-            cdf, candidates = weights[i], order[i]
+        draws = torch.cat([torch.rand(1, generator=row.generator) for row in rows]).to(scaled.device)
+        tokens = [0] * len(rows)
+        nucleus = [i for i in range(len(rows)) if covered[i]] if self.top_p < 1.0 else []
+        if nucleus:
+            index = torch.tensor(nucleus, device=scaled.device)
+            cdf = weights[index]
+            places = torch.searchsorted(cdf, draws[index].unsqueeze(1) * cdf[:, -1:]).clamp_(max=cdf.shape[1] - 1)
+            for i, token in zip(nucleus, order[index].gather(1, places).squeeze(1).tolist()):
+                tokens[i] = int(token)
+        for i in sorted(set(range(len(rows))) - set(nucleus)):
             if self.top_p >= 1.0:  # no nucleus: the whole distribution, in vocabulary order
                 cdf = (scaled[i] - total[i]).exp().cumsum(-1)
                 candidates = torch.arange(len(cdf), device=cdf.device)
-            elif not covered[i]:  # the nucleus reaches past the candidates: the whole row, sorted
+            else:  # the nucleus reaches past the candidates: the whole row, sorted
                 full, candidates = (scaled[i] - total[i]).exp().sort(descending=True)
                 cdf = full.masked_fill(full.cumsum(-1) - full >= self.top_p, 0.0).cumsum(-1)
-            draw = torch.rand(1, generator=row.generator, device=cdf.device) * cdf[-1]
-            index = min(int(torch.searchsorted(cdf, draw)), len(candidates) - 1)
-            tokens.append(int(candidates[index]))
+            place = min(int(torch.searchsorted(cdf, draws[i : i + 1] * cdf[-1])), len(candidates) - 1)
+            tokens[i] = int(candidates[place])
         return tokens
 
     def _advance(self, rows: list[_Row], tokens: list[int], start: int) -> None:
         """Record each row's new token; rows that end leave the batch and answer their request."""
         ended: set[int] = set()
+        self._last[start : start + len(tokens), 0] = self.torch.tensor(tokens, device=self.device)
         for offset, (row, token) in enumerate(zip(rows, tokens)):
             row.position += 1
             if token in self.eos_ids:
                 ended.add(start + offset)
                 continue
             row.tokens.append(token)
-            self._last[start + offset, 0] = token
             if len(row.tokens) >= self.max_new_tokens:
                 ended.add(start + offset)
         if not ended:
