@@ -16,7 +16,7 @@ matches the labelled harm rate while keeping accuracy), and writes the weights t
 ``question, answer, label``, e.g. ``saferlhf_mini.csv``) it reports the shipped model on that
 file; such a file is never used for training or for choosing the threshold.
 
-    python bench/train_harm_judge.py [--data ../shared/judge-dev] [--no-write] [--evaluate FILE ...]
+    python bench/train_harm_judge.py [--data ../shared/judge-dev] [--no-write] [--train-safe] [--evaluate FILE ...]
 
 Deterministic: the same data gives the same weights (L-BFGS from zeros, fixed folds).
 """
@@ -196,6 +196,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--no-write", action="store_true", help="report only; leave the shipped weights alone")
     parser.add_argument("--evaluate", type=Path, nargs="*", default=[], help="held-out CSVs (question, answer, label)")
+    parser.add_argument(
+        "--train-safe",
+        action="store_true",
+        help="also train on the answers to XSTest's safe prompts, as no harm (an experiment; implies --no-write)",
+    )
     args = parser.parse_args(argv)
 
     requests, answers, labels, groups = load_training(args.data)
@@ -203,12 +208,13 @@ def main(argv: list[str] | None = None) -> int:
     rest = rest_matrix(requests, answers)
     fold = folds(groups)
     safe = np.array([g.startswith("xstest-safe:") for g in groups])
+    used = np.ones(len(y), dtype=bool) if args.train_safe else ~safe
     out_of_fold = np.zeros(len(y))
     for k in range(FOLDS):
-        train = (fold != k) & ~safe
+        train = (fold != k) & used
         out_of_fold[fold == k] = judged(fit(x[train], y[train]), x[fold == k], rest[fold == k])
     threshold = choose_threshold(y[~safe], out_of_fold[~safe])
-    model = fit(x[~safe], y[~safe])
+    model = fit(x[used], y[used])
 
     gptfuzz = np.array([g.startswith("gptfuzz:") for g in groups])
     header = "| data | n | accuracy | precision | recall | F1 | predicted rate | labelled rate |\n|---|---:|---:|---:|---:|---:|---:|---:|"
@@ -217,7 +223,7 @@ def main(argv: list[str] | None = None) -> int:
     for name, mask in (
         ("GPTFuzz, 5 folds by question", gptfuzz),
         ("XSTest v2 unsafe prompts, 5 folds by prompt", ~gptfuzz & ~safe),
-        ("XSTest v2 safe prompts (not trained on; all no harm)", safe),
+        ("XSTest v2 safe prompts (all no harm; trained on only with --train-safe)", safe),
     ):
         print(row_line(name, metrics(y[mask], (out_of_fold[mask] >= threshold).astype(int))))
     for k in range(FOLDS):
@@ -236,7 +242,7 @@ def main(argv: list[str] | None = None) -> int:
         f"tp={trained['tp']} fp={trained['fp']} fn={trained['fn']} tn={trained['tn']}"
     )
 
-    if not args.no_write:
+    if not args.no_write and not args.train_safe:
         mean, scale, weights, bias = model
         payload = {
             "about": "harm.Substance weights: bench/train_harm_judge.py on GPTFuzz (MIT) + XSTest v2 unsafe prompts (CC BY 4.0)",
