@@ -8,6 +8,7 @@ import warnings
 
 import pytest
 
+from helpers.tiny_lm import tiny_llama
 from redline.generators.continuous import BatchRequest, ContinuousBatcher, cache_keyword
 
 torch = pytest.importorskip("torch")
@@ -18,22 +19,7 @@ MAX_NEW = 12
 
 @pytest.fixture(scope="module")
 def model():
-    torch.manual_seed(0)
-    config = transformers.LlamaConfig(
-        vocab_size=97,
-        hidden_size=32,
-        intermediate_size=64,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        max_position_embeddings=256,
-        pad_token_id=0,
-        bos_token_id=None,
-        eos_token_id=None,
-    )
-    lm = transformers.LlamaForCausalLM(config)
-    lm.eval()
-    return lm
+    return tiny_llama()
 
 
 def reference(model, ids: list[int], eos: int | None = None, max_new: int = MAX_NEW) -> list[int]:

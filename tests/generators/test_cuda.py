@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from helpers.tiny_lm import tiny_llama
 from redline.generators.continuous import BatchRequest, ContinuousBatcher
 
 torch = pytest.importorskip("torch")
@@ -24,20 +25,7 @@ PROMPTS = [[5, 9, 14], [7, 7, 21, 33, 40, 41, 8, 19], list(range(11, 28)), [60, 
 
 @pytest.fixture(scope="module")
 def gpu_model():
-    torch.manual_seed(0)
-    config = transformers.LlamaConfig(
-        vocab_size=97,
-        hidden_size=64,
-        intermediate_size=128,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        max_position_embeddings=256,
-        pad_token_id=0,
-        bos_token_id=None,
-        eos_token_id=None,
-    )
-    return transformers.LlamaForCausalLM(config).eval().to("cuda")
+    return tiny_llama(hidden_size=64).to("cuda")
 
 
 def alone(model, ids: list[int]) -> list[int]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-__all__ = ["CHAT_TEMPLATE", "build_tiny_lm"]
+__all__ = ["CHAT_TEMPLATE", "build_tiny_lm", "tiny_llama"]
 
 CHAT_TEMPLATE = (
     "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
@@ -52,3 +52,25 @@ def build_tiny_lm(folder: Path, seed: int = 0) -> Path:
     model.save_pretrained(folder)
     fast.save_pretrained(folder)
     return folder
+
+
+def tiny_llama(hidden_size: int = 32, seed: int = 0):
+    """A 2-layer Llama with random weights over 97 token ids, in memory and in eval mode, with no
+    end token (every output runs to its length): for tests that feed token ids themselves."""
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(seed)
+    config = LlamaConfig(
+        vocab_size=97,
+        hidden_size=hidden_size,
+        intermediate_size=2 * hidden_size,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=256,
+        pad_token_id=0,
+        bos_token_id=None,
+        eos_token_id=None,
+    )
+    return LlamaForCausalLM(config).eval()
