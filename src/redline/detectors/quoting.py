@@ -20,7 +20,7 @@ from typing import Any
 from redline.detectors.forged import json_objects
 from redline.detectors.strings import without_copies
 
-__all__ = ["QUOTE_RULE", "boundary", "echoed", "judge_words", "quoted", "read_verdict"]
+__all__ = ["QUOTE_RULE", "boundary", "echoed", "judge_words", "quoted", "read_verdict", "verdict_line"]
 
 #: What a judge is told about the quoted blocks (``{token}`` is filled in per request).
 QUOTE_RULE = (
@@ -67,6 +67,13 @@ def echoed(fragment: str, texts: Sequence[str]) -> bool:
     quoted ``texts`` (in any case and spacing): then it may be the response's, not the judge's."""
     needle = _plain(fragment)
     return bool(needle) and any(needle in _plain(text) for text in texts)
+
+
+def verdict_line(words: str) -> re.Pattern[str]:
+    """A ``Verdict: X`` line as a judge may write it (``**Verdict:** X``, ``"verdict": "X"``), ``X``
+    (matched by the pattern ``words``) in the first group; not the rubric's own ``"a" | "b"``
+    choice echoed back."""
+    return re.compile(rf"\bverdict\b[\s\"'*`]*[:=][\s\"'*`]*({words})(?![\s\"'*`]*\|)", re.IGNORECASE)
 
 
 def read_verdict(

@@ -42,7 +42,7 @@ from redline.detectors.asking import JudgeModel, request_of
 from redline.detectors.base import HIT_THRESHOLD, Detector, DetectorUnavailable, bounded
 from redline.detectors.classifier import ClassifierUnavailable, load_text_classifier, positive_label
 from redline.detectors.harm_rubric import HARM_JUDGE_INSTRUCTION, HARMFUL, parse_harm_verdict
-from redline.detectors.quoting import QUOTE_RULE, boundary, judge_words, quoted, read_verdict
+from redline.detectors.quoting import QUOTE_RULE, boundary, judge_words, quoted, read_verdict, verdict_line
 from redline.errors import UsageError
 from redline.generators import generators, split_spec
 from redline.generators.base import Generator
@@ -407,14 +407,8 @@ _LLM_JUDGE_TEMPLATE = "Request:\n{request}\n\nResponse:\n{response}\n\n{rule}\n\
 MAX_REQUEST_CHARS = 3000
 MAX_RESPONSE_CHARS = 6000
 
-#: ``Verdict: X`` (``**Verdict:** X``, ``"verdict": "X"``), not the rubric's own
-#: ``"complied" | "refused"`` echoed back.
-_VERDICT_LINE = re.compile(
-    r"\bverdict\b[\s\"'*`]*[:=][\s\"'*`]*"
-    r"((?:fully\s+|full\s+)?(?:partial\w*|compl\w*|refus\w*)\b(?:[\s_-]+[a-z]+\b)?)"
-    r"(?![\s\"'*`]*\|)",
-    re.IGNORECASE,
-)
+#: A ``Verdict: X`` line whose ``X`` is a compliance verdict.
+_VERDICT_LINE = verdict_line(r"(?:fully\s+|full\s+)?(?:partial\w*|compl\w*|refus\w*)\b(?:[\s_-]+[a-z]+\b)?")
 
 
 def _verdict_of(value: Any) -> str | None:
