@@ -553,14 +553,15 @@ class ContinuousBatcher:
         weights = probs.masked_fill(before >= self.top_p, 0.0).cumsum(-1)
         draws = torch.cat([torch.rand(1, generator=row.generator) for row in rows]).to(scaled.device)
         tokens = [0] * len(rows)
-        nucleus = [i for i in range(len(rows)) if covered[i]] if self.top_p < 1.0 else []
+        in_candidates = [c and self.top_p < 1.0 for c in covered]  # a nucleus among the candidates
+        nucleus = [i for i, inside in enumerate(in_candidates) if inside]
         if nucleus:
             index = torch.tensor(nucleus, device=scaled.device)
             cdf = weights[index]
             places = torch.searchsorted(cdf, draws[index].unsqueeze(1) * cdf[:, -1:]).clamp_(max=cdf.shape[1] - 1)
             for i, token in zip(nucleus, order[index].gather(1, places).squeeze(1).tolist()):
                 tokens[i] = int(token)
-        for i in sorted(set(range(len(rows))) - set(nucleus)):
+        for i in (i for i, inside in enumerate(in_candidates) if not inside):
             if self.top_p >= 1.0:  # no nucleus: the whole distribution, in vocabulary order
                 cdf = (scaled[i] - total[i]).exp().cumsum(-1)
                 candidates = torch.arange(len(cdf), device=cdf.device)
