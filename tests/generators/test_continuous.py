@@ -465,3 +465,53 @@ def test_rows_join_only_while_their_cache_fits_the_memory_budget(model):
     collector = run(engine, PROMPTS)
     assert not collector.errors, collector.errors
     assert len(collector.results) == len(PROMPTS) and max(seen) == 2
+
+
+def test_a_row_that_ends_at_its_first_token_as_it_joins_leaves_the_running_rows_as_they_were(model):
+    refs = {name: reference(model, ids) for name, ids in PROMPTS.items()}
+    # a prompt whose first token ends it, and that token appears in no answer of the running rows
+    ender, eos = next(
+        (name, refs[name][0])
+        for name in PROMPTS
+        if name not in ("long", "medium") and refs[name][0] not in refs["long"] + refs["medium"]
+    )
+    engine = batcher(model, max_rows=4, eos_ids=[eos])
+    stepped = threading.Event()
+    watch_decoding(engine, after=stepped.set)
+    collector = Collector(3)
+    engine.start()
+    try:
+        engine.submit(collector.request("long", PROMPTS["long"]))
+        assert stepped.wait(30)  # the long row is decoding: the next two join a running batch
+        engine.submit(collector.request(ender, PROMPTS[ender]))
+        engine.submit(collector.request("medium", PROMPTS["medium"]))
+        collector.wait()
+    finally:
+        engine.stop()
+    assert not collector.errors
+    assert collector.results[ender] == [[]]
+    assert collector.results["long"] == [refs["long"]]
+    assert collector.results["medium"] == [refs["medium"]]
+
+
+def test_a_row_that_has_ended_is_answered_even_when_reshaping_the_batch_then_fails(model):
+    refs = {name: reference(model, PROMPTS[name]) for name in ("short", "long")}
+    eos = next(t for t in refs["short"][1:4] if t not in refs["long"])
+    engine = batcher(model, max_rows=4, eos_ids=[eos])
+    original = engine._select
+
+    def failing(keep: list[int]) -> None:
+        engine._select = original
+        raise RuntimeError("cannot reshape")
+
+    engine._select = failing
+    collector = Collector(2)
+    for name in ("short", "long"):
+        engine.submit(collector.request(name, PROMPTS[name]))
+    engine.start()
+    try:
+        collector.wait()
+    finally:
+        engine.stop()
+    assert collector.results == {"short": [reference(model, PROMPTS["short"], eos=eos)]}
+    assert str(collector.errors["long"]) == "cannot reshape"

@@ -123,6 +123,17 @@ def _growing_layer(base: type) -> type:
     return GrowingLayer
 
 
+def _in_buffers(layer: Any, layer_class: type) -> bool:
+    """Whether ``layer`` is a growing layer whose keys and values are the start of its buffers (not
+    tensors that replaced them since: rows joined or selected, and no step has written since)."""
+    buffers = getattr(layer, "buffers", None) if isinstance(layer, layer_class) else None
+    return (
+        buffers is not None
+        and buffers[0].data_ptr() == layer.keys.data_ptr()
+        and buffers[1].data_ptr() == layer.values.data_ptr()
+    )
+
+
 def _token_bytes(model: Any) -> int:
     """Bytes one token takes in the key/value cache of ``model`` (every layer's keys and values)."""
     config = model.config.get_text_config(decoder=True) if hasattr(model.config, "get_text_config") else model.config
@@ -317,7 +328,7 @@ class ContinuousBatcher:
         trimmed by a copy, which also bounds what attention reads)."""
         if self._layer_class is None or self._cache is None:
             return False
-        if not all(isinstance(layer, self._layer_class) and layer.buffers is not None for layer in self._cache.layers):
+        if not all(_in_buffers(layer, self._layer_class) for layer in self._cache.layers):
             return False
         used = self._mask[keep].any(dim=0).nonzero()
         return (int(used[0]) if len(used) else 0) < GROWTH
@@ -594,9 +605,11 @@ class ContinuousBatcher:
             request.remaining -= 1
             if request.remaining == 0 and not request.failed and not request.cancelled():
                 answered.append(request)
-        self._select([i for i in range(len(self._rows)) if i not in ended])
-        for request in answered:
-            request.on_done([tokens or [] for tokens in request.outputs])
+        try:
+            self._select([i for i in range(len(self._rows)) if i not in ended])
+        finally:  # their outputs are whole even if reshaping the batch fails the rows left in it
+            for request in answered:
+                request.on_done([tokens or [] for tokens in request.outputs])
 
     def _select(self, keep: list[int]) -> None:
         """Keep only the rows ``keep``; trim the padding columns no remaining row needs. Each
