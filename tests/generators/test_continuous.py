@@ -515,3 +515,34 @@ def test_a_row_that_has_ended_is_answered_even_when_reshaping_the_batch_then_fai
         engine.stop()
     assert collector.results == {"short": [reference(model, PROMPTS["short"], eos=eos)]}
     assert str(collector.errors["long"]) == "cannot reshape"
+
+
+def test_a_failure_while_dropping_a_cancelled_request_fails_the_rows_and_the_batcher_goes_on(model):
+    engine = batcher(model, max_rows=4, max_new_tokens=200)
+    cancelled = threading.Event()
+    original = engine._select
+
+    def failing(keep: list[int]) -> None:
+        engine._select = original
+        raise RuntimeError("out of memory")
+
+    stepped = threading.Event()
+    watch_decoding(engine, after=stepped.set)
+    first = Collector(2)
+    engine.start()
+    try:
+        engine.submit(first.request("gone", PROMPTS["long"], cancelled=cancelled.is_set))
+        engine.submit(first.request("beside", PROMPTS["medium"]))
+        assert stepped.wait(30)
+        engine._select = failing
+        cancelled.set()  # the worker drops the cancelled row, and reshaping the batch fails
+        deadline = time.monotonic() + 30
+        while "beside" not in first.errors and time.monotonic() < deadline:
+            time.sleep(0.01)
+        later = Collector(1)
+        engine.submit(later.request("later", PROMPTS["short"]))
+        later.wait()
+    finally:
+        engine.stop()
+    assert str(first.errors["beside"]) == "out of memory"
+    assert later.results == {"later": [reference(model, PROMPTS["short"], max_new=200)]}

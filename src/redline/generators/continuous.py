@@ -281,8 +281,8 @@ class ContinuousBatcher:
     def _loop(self, stopping: threading.Event) -> None:
         while not stopping.is_set():
             self._take_incoming(block=not self._rows and not self._waiting)
-            self._drop_cancelled()
             try:
+                self._drop_cancelled()
                 if self._waiting and self._should_admit():
                     self._admit()
                 if self._rows:
