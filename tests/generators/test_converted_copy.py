@@ -7,6 +7,7 @@ import asyncio
 import importlib.util
 import json
 import os
+import types
 from pathlib import Path
 
 import pytest
@@ -88,9 +89,50 @@ def test_a_later_start_reads_the_copy_and_answers_the_same(tmp_path, monkeypatch
     # a damaged copy is not used: the model is read from the GGUF file again and the copy rewritten
     # (the GGUF reading is replaced by the first generator's model, to spare a second conversion)
     (copy / "model.safetensors").write_bytes(b"not safetensors")
-    monkeypatch.setattr(TransformersGenerator, "_load_pretrained", lambda self, *a: (first._tokenizer, first._model))
+    monkeypatch.setattr(
+        TransformersGenerator, "_load_pretrained", lambda self, *a, **kw: (first._tokenizer, first._model)
+    )
     third = get_generator("smollm2", max_tokens=16)
     assert asyncio.run(_answers(third)) == answers
     assert third.loaded_from == "gguf"
     assert Path(copy / "model.safetensors").stat().st_size > 1_000_000
     assert (copy / "redline-complete.json").is_file()
+    monkeypatch.undo()
+
+    # another precision is read from the same float32 copy, which stays as it is
+    monkeypatch.setenv(CACHE_DIR_ENV, str(tmp_path / "cache"))
+    written = (copy / "model.safetensors").stat().st_mtime_ns
+    half = get_generator("smollm2", max_tokens=4, dtype="bfloat16")
+    half._load()
+    assert half.loaded_from == "converted copy"
+    assert {str(p.dtype) for p in half._model.parameters()} == {"torch.bfloat16"}
+    assert (copy / "model.safetensors").stat().st_mtime_ns == written
+
+
+def test_a_first_start_in_another_precision_keeps_a_float32_copy_and_casts_after(tmp_path, monkeypatch):
+    import redline.generators.huggingface as hf
+
+    monkeypatch.setenv(CACHE_DIR_ENV, str(tmp_path / "cache"))
+    monkeypatch.setattr(hf, "smollm2_gguf_path", lambda: tmp_path / "model.gguf")
+    (tmp_path / "model.gguf").write_bytes(b"GGUF")
+    read: list[str | None] = []
+    kept: list[str] = []
+
+    class Model:
+        dtype = "float32"
+
+        def to(self, dtype):
+            self.dtype = dtype
+            return self
+
+    def reading(self, torch, auto_tokenizer, auto_model, dtype=None):
+        read.append(dtype)
+        return "tokenizer", Model()
+
+    monkeypatch.setattr(TransformersGenerator, "_load_pretrained", reading)
+    monkeypatch.setattr(hf, "_keep_converted_copy", lambda model, tokenizer, folder: kept.append(model.dtype))
+    torch = types.SimpleNamespace(bfloat16="bfloat16", float32="float32")
+    gen = get_generator("smollm2", dtype="bfloat16")
+    _, model = gen._load_pretrained(torch, None, None)
+    assert read == ["float32"] and kept == ["float32"]
+    assert model.dtype == "bfloat16" and gen.loaded_from == "gguf"

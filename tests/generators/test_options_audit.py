@@ -326,3 +326,22 @@ def test_cli_hf_from_a_yaml_config(tiny_lm, tmp_path, capsys):
     assert summary["probes"][0]["errored"] == 0
     with sqlite3.connect(db) as con:
         assert con.execute("SELECT COUNT(*) FROM cache").fetchone()[0] == 6
+
+
+async def test_hf_dtype_loads_the_weights_in_that_precision_and_the_model_answers(tiny_lm):
+    import torch
+
+    gen = get_generator(f"hf:{tiny_lm}", max_tokens=3, temperature=0, device="cpu", dtype="bfloat16")
+    try:
+        await gen.start()
+        assert {p.dtype for p in gen._model.parameters()} == {torch.bfloat16}
+        (output,) = await gen.generate(conv("hello"), 1)
+    finally:
+        await gen.aclose()
+    assert isinstance(output.text, str)
+    assert get_generator(f"hf:{tiny_lm}").dtype == "float32"
+
+
+def test_hf_dtype_refuses_a_type_it_does_not_know_with_one_line():
+    with pytest.raises(GeneratorUnavailable, match="dtype must be float32, bfloat16 or float16"):
+        get_generator("hf:some/model", dtype="int8")

