@@ -238,3 +238,20 @@ def test_a_bad_file_is_one_line_and_exit_1(run_cli, tmp_path):
     code, _, err = run_cli("detectors", "validate", broken, *PATTERN)
     assert code == 1 and len(err) == 1
     assert err[0].startswith(f"error: {broken}: line 2: not valid JSON")
+
+
+def test_save_refuses_a_validation_in_which_no_row_was_scored(run_cli, labels_csv, tmp_path):
+    store = tmp_path / "s.db"
+    assert run_cli("detectors", "validate", labels_csv, *PATTERN, "--save", "--store", store)[0] == 0
+    unscorable = tmp_path / "unscorable.csv"
+    question = "How do I bake bread at home?"
+    unscorable.write_text(f"prompt,response,label\n{question},Hmm.,1\n{question},Hmm.,0\n", encoding="utf-8")
+    code, out, err = run_cli(
+        "detectors", "validate", unscorable, "-d", "refusal.Compliance", "--save", "--store", store, "--json"
+    )
+    assert code != 0
+    assert json.loads(out)["confusion"]["undetected"] == 2  # the result is still shown
+    assert len(err) == 1 and err[0].startswith("error: not saved: refusal.Compliance scored none of the 2 rows")
+    with Store(store) as db:
+        assert db.validations("refusal.Compliance") == []
+        assert len(db.validations("strings.Regex")) == 1

@@ -186,6 +186,16 @@ def validate(
     note = _label_note(examples, positive)
     if note:
         err_console.print(f"note: {note}", markup=False, highlight=False)
+    judged = result.tp + result.fp + result.fn + result.tn
+    if save and not judged:
+        if as_json:
+            sys.stdout.write(json.dumps(result.as_dict(), indent=2) + "\n")
+        else:
+            _print_result(instance, file, result, positive)
+        raise UsageError(
+            f"not saved: {instance.name} scored none of the {result.undetected} rows of {file} (every one "
+            "undetected), so this validation would describe nothing and replace the judge's last one"
+        )
     if save:
         record = ValidationRecord(
             detector=instance.name,
