@@ -44,7 +44,7 @@ from redline.evaluation.validation import (
 )
 from redline.eventloop import run_async
 from redline.generators import Generator, get_generator
-from redline.report.formatting import pct, pct_interval, plural
+from redline.report.formatting import MISSING, pct, pct_interval, plural
 from redline.store import ValidationRecord
 
 __all__ = ["app", "parse_options", "register", "steer_test", "validate"]
@@ -375,8 +375,8 @@ def _print_result(detector: Detector, file: Path, result: ValidationResult, posi
         value = getattr(result, metric)
         ci = intervals[metric]
         if metric == "f1":
-            shown = "-" if value is None else f"{value:.3f}"
-            interval = "-" if ci is None else f"{ci[0]:.3f}–{ci[1]:.3f}"
+            shown = MISSING if value is None else f"{value:.3f}"
+            interval = MISSING if ci is None else f"{ci[0]:.3f}–{ci[1]:.3f}"
         else:
             shown, interval = pct(value), pct_interval(ci)
         table.add_row(label, shown, interval)
