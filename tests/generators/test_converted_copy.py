@@ -19,7 +19,9 @@ from redline.generators.huggingface import (
     TransformersGenerator,
     _keep_converted_copy,
     cache_dir,
+    copy_identity,
     cpu_threads,
+    drop_stale_copies,
 )
 
 
@@ -80,6 +82,7 @@ def test_a_later_start_reads_the_copy_and_answers_the_same(tmp_path, monkeypatch
     assert copy.parent == tmp_path / "cache" and copy.name.startswith("smollm2-")
     assert (copy / "model.safetensors").is_file() and (copy / "redline-complete.json").is_file()
     assert "quantization_config" not in json.loads((copy / "config.json").read_text())
+    assert json.loads((copy / "redline-complete.json").read_text())["gguf"] == copy_identity()["gguf"]
     assert [p.name for p in copy.parent.iterdir()] == [copy.name]  # no staging folder left
 
     second = get_generator("smollm2", max_tokens=16)
@@ -130,9 +133,39 @@ def test_a_first_start_in_another_precision_keeps_a_float32_copy_and_casts_after
         return "tokenizer", Model()
 
     monkeypatch.setattr(TransformersGenerator, "_load_pretrained", reading)
-    monkeypatch.setattr(hf, "_keep_converted_copy", lambda model, tokenizer, folder: kept.append(model.dtype))
+    monkeypatch.setattr(hf, "_keep_converted_copy", lambda model, tokenizer, folder, *made: kept.append(model.dtype))
     torch = types.SimpleNamespace(bfloat16="bfloat16", float32="float32")
     gen = get_generator("smollm2", dtype="bfloat16")
     _, model = gen._load_pretrained(torch, None, None)
     assert read == ["float32"] and kept == ["float32"]
     assert model.dtype == "bfloat16" and gen.loaded_from == "gguf"
+
+
+def test_a_new_copy_removes_the_copies_no_start_will_read_again(tmp_path):
+    cache = tmp_path / "cache"
+    gguf = tmp_path / "env" / "model.gguf"
+    gguf.parent.mkdir()
+    gguf.write_bytes(b"GGUF")
+    here = {"gguf": str(gguf), "size": 4, "mtime_ns": gguf.stat().st_mtime_ns, "versions": ["transformers 5"]}
+    other_env = tmp_path / "other" / "model.gguf"
+    other_env.parent.mkdir()
+    other_env.write_bytes(b"GGUF!")
+    live = {"gguf": str(other_env), "size": 5, "mtime_ns": other_env.stat().st_mtime_ns, "versions": []}
+
+    def copy(name: str, marker: object) -> Path:
+        folder = cache / name
+        folder.mkdir(parents=True)
+        (folder / "redline-complete.json").write_text(json.dumps(marker), encoding="utf-8")
+        return folder
+
+    kept = copy("smollm2-new", {"source": "smollm2", **here})
+    gone = copy("smollm2-gone", {"source": "smollm2", **here, "gguf": str(tmp_path / "deleted-env" / "m.gguf")})
+    older_converter = copy("smollm2-old", {"source": "smollm2", **here, "versions": ["transformers 4"]})
+    changed = copy("smollm2-changed", {"source": "smollm2", **live, "size": 99})
+    another = copy("smollm2-live", {"source": "smollm2", **live})
+    unknown = copy("smollm2-earlier", {"source": "smollm2"})
+    writing = copy("smollm2-x.abc.partial", {"source": "smollm2", **here})
+    unrelated = copy("notes", {"gguf": str(tmp_path / "nowhere")})
+    drop_stale_copies(kept, here)
+    assert not gone.exists() and not older_converter.exists() and not changed.exists()
+    assert kept.exists() and another.exists() and unknown.exists() and writing.exists() and unrelated.exists()

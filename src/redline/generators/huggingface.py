@@ -602,15 +602,8 @@ class SmolLM2Generator(TransformersGenerator):
         """The folder of the converted copy of this GGUF file: in :func:`cache_dir`, named after
         the file (path, size, modification time) and the versions of transformers and gguf that
         convert it, so that a new file or a new converter makes a new copy."""
-        path = smollm2_gguf_path().resolve()
-        stat = path.stat()
-        versions = []
-        for package in ("transformers", "gguf"):
-            try:
-                versions.append(f"{package} {importlib.metadata.version(package)}")
-            except importlib.metadata.PackageNotFoundError:
-                versions.append(f"{package} -")
-        key = f"{path}|{stat.st_size}|{stat.st_mtime_ns}|{'|'.join(versions)}"
+        made = copy_identity()
+        key = f"{made['gguf']}|{made['size']}|{made['mtime_ns']}|{'|'.join(made['versions'])}"
         return cache_dir() / f"smollm2-{hashlib.sha256(key.encode()).hexdigest()[:16]}"
 
     def _load_pretrained(
@@ -635,7 +628,7 @@ class SmolLM2Generator(TransformersGenerator):
                 torch.random.set_rng_state(rng)
         tokenizer, model = super()._load_pretrained(torch, auto_tokenizer, auto_model, dtype="float32")
         self.loaded_from = "gguf"
-        _keep_converted_copy(model, tokenizer, copy)
+        _keep_converted_copy(model, tokenizer, copy, copy_identity())
         return tokenizer, model.to(getattr(torch, dtype or self.dtype))
 
     @property
@@ -643,7 +636,47 @@ class SmolLM2Generator(TransformersGenerator):
         return "smollm2"
 
 
-def _keep_converted_copy(model: Any, tokenizer: Any, folder: Path) -> None:
+def copy_identity() -> dict[str, Any]:
+    """What the embedded model's converted copy is made from: the GGUF file (its resolved path,
+    size and modification time) and the versions of transformers and gguf that convert it."""
+    path = smollm2_gguf_path().resolve()
+    stat = path.stat()
+    versions = []
+    for package in ("transformers", "gguf"):
+        try:
+            versions.append(f"{package} {importlib.metadata.version(package)}")
+        except importlib.metadata.PackageNotFoundError:
+            versions.append(f"{package} -")
+    return {"gguf": str(path), "size": stat.st_size, "mtime_ns": stat.st_mtime_ns, "versions": versions}
+
+
+def drop_stale_copies(kept: Path, identity: dict[str, Any]) -> None:
+    """Remove the converted copies beside ``kept`` that no start will read again: those made from
+    a GGUF file that is gone or has changed since (its environment deleted or reinstalled), and
+    those made from ``identity``'s file by other versions of the converters. A copy whose marker
+    does not name its file (written by an earlier redline) is left alone."""
+    for other in kept.parent.glob("smollm2-*"):
+        if other == kept or other.name.endswith(".partial") or other.is_symlink() or not other.is_dir():
+            continue
+        try:
+            made = json.loads((other / _COMPLETE).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if not isinstance(made, dict) or not isinstance(made.get("gguf"), str):
+            continue
+        if made["gguf"] == identity["gguf"]:
+            shutil.rmtree(other, ignore_errors=True)
+            continue
+        try:
+            stat = Path(made["gguf"]).stat()
+        except OSError:
+            shutil.rmtree(other, ignore_errors=True)
+            continue
+        if (stat.st_size, stat.st_mtime_ns) != (made.get("size"), made.get("mtime_ns")):
+            shutil.rmtree(other, ignore_errors=True)
+
+
+def _keep_converted_copy(model: Any, tokenizer: Any, folder: Path, identity: dict[str, Any] | None = None) -> None:
     """Write ``model`` (float32 weights as safetensors, its configuration and generation
     configuration) and ``tokenizer`` into ``folder`` for the next start. The files are written
     into a new sibling folder renamed into place once complete, so a reader never sees half a copy
@@ -651,7 +684,8 @@ def _keep_converted_copy(model: Any, tokenizer: Any, folder: Path) -> None:
     from GGUF, so the weights are written with safetensors and the GGUF quantization entry is left
     out of the configuration (the weights are already de-quantized). A copy that cannot be written
     (a read-only or full disk) is given up without a word: it only saves time, and the next start
-    converts the GGUF file again."""
+    converts the GGUF file again. Its marker file records ``identity`` (:func:`copy_identity`);
+    once it is in place, the stale copies beside it are removed (:func:`drop_stale_copies`)."""
     import safetensors.torch  # installed with transformers, imported only when a model is loaded
 
     try:
@@ -668,7 +702,11 @@ def _keep_converted_copy(model: Any, tokenizer: Any, folder: Path) -> None:
         config_file.write_text(json.dumps(config, indent=2, sort_keys=True) + "\n", encoding="utf-8")
         model.generation_config.save_pretrained(staging)
         tokenizer.save_pretrained(staging)
-        (staging / _COMPLETE).write_text(json.dumps({"source": "smollm2"}) + "\n", encoding="utf-8")
+        marker = {"source": "smollm2", **(identity or {})}
+        (staging / _COMPLETE).write_text(json.dumps(marker) + "\n", encoding="utf-8")
         os.replace(staging, folder)  # fails when another process has just put its copy there
     except Exception:  # OSError, or a writer's own error: the copy only saves time
         shutil.rmtree(staging, ignore_errors=True)
+        return
+    if identity is not None:
+        drop_stale_copies(folder, identity)
