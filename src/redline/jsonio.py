@@ -7,7 +7,8 @@ with orjson when it is installed and :mod:`json` for what orjson does not take.
   (``nan``, ``inf``) is written as ``null`` by orjson: such a score reads back as "no score".
 * :func:`loads` reads JSON text or bytes; text orjson refuses (``NaN`` written by an older redline
   with :mod:`json`, say) is read by :func:`json.loads`, whose ``ValueError`` is what a caller
-  sees for text that is not JSON at all.
+  sees for text that is not JSON at all, or that nests too deep to read (orjson refuses deep
+  nesting from 3.9.15, the version this package asks for; :mod:`json` then runs out of recursion).
 """
 
 from __future__ import annotations
@@ -40,13 +41,16 @@ def dumps_bytes(value: Any) -> bytes:
 
 
 def loads(text: str | bytes) -> Any:
-    """The value of the JSON ``text``; ``ValueError`` when it is not JSON."""
+    """The value of the JSON ``text``; ``ValueError`` when it is not JSON or nests too deep."""
     if _orjson is not None:
         try:
             return _orjson.loads(text)
         except ValueError:
             pass
-    return json.loads(text)
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise ValueError("JSON nested too deeply to read") from None
 
 
 def orjson_loads(data: bytes) -> Any:

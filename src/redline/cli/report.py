@@ -72,15 +72,33 @@ class Mark(str, Enum):
     D = "D"
 
 
+def _write_into(target: Path, chunks: Iterable[str]) -> None:
+    """Write ``chunks`` into the device or pipe ``target`` (``/dev/stdout``, a FIFO) in place."""
+    try:
+        with open(target, "w", encoding="utf-8", errors="backslashreplace", newline="") as handle:
+            for chunk in chunks:
+                handle.write(chunk)
+    except OSError as exc:
+        raise UsageError(f"cannot write {target}: {exc.strerror or exc}") from None
+
+
 def write_file(path: Path, chunks: Iterable[str]) -> None:
-    """Write ``chunks`` to ``path`` atomically; one-line :class:`~redline.errors.UsageError` when it cannot."""
+    """Write ``chunks`` to ``path`` atomically; one-line :class:`~redline.errors.UsageError` when it cannot.
+
+    A symbolic link keeps pointing at the file written; a device or a pipe (``/dev/stdout``) is
+    written into, never replaced by a file."""
     target = Path(path)
+    if target.is_dir():
+        raise UsageError(f"cannot write {target}: it is a folder")
+    if target.exists() and not target.is_file():
+        _write_into(target, chunks)
+        return
+    if target.is_symlink():
+        target = target.resolve()
     folder = target.parent if str(target.parent) else Path(".")
     if not folder.is_dir():
         problem = "is not a folder" if folder.exists() else "does not exist"
         raise UsageError(f"cannot write {target}: {folder} {problem}")
-    if target.is_dir():
-        raise UsageError(f"cannot write {target}: it is a folder")
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=folder)
     except OSError as exc:

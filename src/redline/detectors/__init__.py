@@ -24,12 +24,16 @@ __all__ = [
     "Detector",
     "DetectorSpecError",
     "DetectorUnavailable",
+    "MAX_SPEC_CHARS",
     "TextDetector",
     "Validation",
     "check_detector_spec",
     "detectors",
     "get_detector",
 ]
+
+#: The longest detector spec a run takes: the store refuses to read back longer detector names.
+MAX_SPEC_CHARS = 4096
 
 detectors = PluginRegistry(
     "detector",
@@ -82,5 +86,15 @@ def check_detector_spec(spec: str, base: str | Path | None = None, check_paths: 
     """``spec`` checked (without loading anything) and normalised: the name a detector built from
     it has, with local paths made absolute from ``base`` (default: the working folder); with
     ``check_paths`` a local ``hf:`` model folder must exist. Raises :class:`DetectorSpecError`
-    or :class:`~redline.plugins.UnknownPluginError`."""
-    return parse_spec(spec, detectors, base, check_paths)
+    or :class:`~redline.plugins.UnknownPluginError`; a spec (or its normalised name) longer than
+    :data:`MAX_SPEC_CHARS` is a :class:`DetectorSpecError` too."""
+    if isinstance(spec, str) and len(spec.strip()) > MAX_SPEC_CHARS:
+        raise DetectorSpecError(
+            f"the detector spec is {len(spec.strip()):,} characters long (at most {MAX_SPEC_CHARS:,})"
+        )
+    name = parse_spec(spec, detectors, base, check_paths)
+    if len(name) > MAX_SPEC_CHARS:
+        raise DetectorSpecError(
+            f"the detector spec names a detector {len(name):,} characters long (at most {MAX_SPEC_CHARS:,})"
+        )
+    return name

@@ -52,6 +52,7 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qsl, urlsplit
 
 from redline.datasets import FIELDS
 from redline.detectors import check_detector_spec
@@ -189,6 +190,29 @@ _GENERATOR_FLAGS = frozenset(
 
 _SECRET = re.compile(r"(api[_-]?key|secret|passw(or)?d|authorization|bearer|(^|[_-])token$|credential)", re.I)
 _ENV_REF = re.compile(r"\$\{[A-Za-z_][A-Za-z0-9_]*\}")
+#: Query parameters that carry a key although their names do not say so (Google's ``key``, an
+#: Azure SAS ``sig``, an Azure Functions ``code``).
+_SECRET_QUERY_NAMES = frozenset({"key", "sig", "signature", "code", "auth"})
+#: The generator options that hold the endpoint's URL.
+_URL_OPTIONS = ("base_url", "url")
+
+
+def check_url_secrets(value: Any, where: str) -> None:
+    """Raise :class:`ConfigError` when the URL ``value`` carries a secret-looking query parameter
+    in the clear: the URL is stored with the run and shown in reports."""
+    if not isinstance(value, str) or "?" not in value:
+        return
+    try:
+        query = urlsplit(value).query
+    except ValueError:
+        return  # not a URL at all: the option's own check names the problem
+    for name, item in parse_qsl(query, keep_blank_values=True):
+        secret = _SECRET.search(name) or name.lower() in _SECRET_QUERY_NAMES
+        if secret and item and not _ENV_REF.fullmatch(item):
+            raise ConfigError(
+                f"{where}: the query parameter {name!r} of the URL looks like a secret, and the URL is stored with "
+                "the run: send the key in a header written as ${ENV_VAR} (or, for rest, write it as ${ENV_VAR})"
+            )
 
 
 def validate_generator_options(options: dict[str, Any], where: str) -> dict[str, Any]:
@@ -225,6 +249,8 @@ def validate_generator_options(options: dict[str, Any], where: str) -> dict[str,
             checked[name] = spec.check(value)
         except ValueError as exc:
             raise ConfigError(f"{where}: {name} {exc}, not {_shown(value)}") from None
+        if name in _URL_OPTIONS:
+            check_url_secrets(checked[name], f"{where}: {name}")
     for header, value in (checked.get("headers") or {}).items():
         if not isinstance(value, (str, int, float)):
             raise ConfigError(f"{where}: headers.{header} must be a string")
@@ -484,6 +510,8 @@ def build_scan_config(
     for name, value in from_cli.items():  # name the flag the option came from
         flag = f"--{name.replace('_', '-')}" if name in _GENERATOR_FLAGS else "--gen-opt"
         check_family_options(model, {name: value}, flag)
+        if name in _GENERATOR_FLAGS:  # a --gen-opt value was checked when it was parsed
+            from_cli[name] = validate_generator_options({name: value}, flag)[name]
     generator = {**from_file, **from_cli}
     family = model.split(":")[0]
     if family in ("smollm2", "hf", "llamacpp") and "seed" not in generator:

@@ -9,7 +9,8 @@ An LVE's checker is code from a shared repository: a lambda in ``test.json`` or,
   filling memory, patching a module) is seen by another LVE's verdicts. Workers are forked from a
   clean server process (``forkserver``) and reused for every call of their LVE: a pool, not a
   process per call.
-* **OS limits.** Each worker's address space is limited (``memory_mb`` above what it starts
+* **OS limits.** Each worker runs in a session (and process group) of its own, so a checker that
+  signals its group stops only its worker. Its address space is limited (``memory_mb`` above what it starts
   with), each call's CPU time (``cpu_seconds``) and its wall-clock time (``timeout``); the
   reply's size is bounded. Its standard output and error go to ``/dev/null``, so a ``print()``
   in a checker cannot corrupt ``--json`` output.
@@ -110,6 +111,15 @@ def _quiet() -> None:
     sys.stdout = sys.stderr = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115 - lives as long as the worker
 
 
+def _own_session() -> None:
+    """Put the worker in a session and process group of its own, so that a checker signalling its
+    process group (``os.killpg(0, ...)``) reaches its own worker, not the scan."""
+    try:
+        os.setsid()
+    except (AttributeError, OSError):  # pragma: no cover - Windows, or already a group leader
+        pass
+
+
 def _limit_memory(memory_mb: int) -> None:
     if resource is None:  # pragma: no cover - Windows
         return
@@ -169,6 +179,7 @@ def _serve(lve: LVE, trust_code: bool, request: tuple[Any, ...]) -> dict[str, An
 
 def _worker_main(conn: Connection, test_path: str, root: str | None, trust_code: bool, limits: CheckerLimits) -> None:
     """The loop of one worker: load the LVE, then answer requests until the pipe closes."""
+    _own_session()
     _quiet()
     _limit_memory(limits.memory_mb)
     lve: LVE | None = None

@@ -143,6 +143,9 @@ class Store:
         self._locks: dict[str, RunLock] = {}
         if self.path.parent and not self.path.parent.exists():
             raise StoreError(f"cannot open store {self.path}: folder {self.path.parent} does not exist")
+        if self.path.exists() and not self.path.is_file():  # SQLite would put its journal beside a device
+            kind = "a folder" if self.path.is_dir() else "not a regular file (a device, FIFO or socket)"
+            raise StoreError(f"cannot open store {self.path}: it is {kind}")
         try:
             connection = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
         except sqlite3.DatabaseError as exc:
@@ -230,13 +233,19 @@ class Store:
         run exists until :meth:`release_run` or :meth:`close`."""
         _check_no_secrets(config)
         config = redact_data(config, (), urls=True)  # a user:password@ in any URL is stored as user:***@
+        model = escape_surrogates(mask_url(model))
+        if len(model) > rows.MAX_NAME_CHARS:  # a row the store would refuse to read back
+            raise StoreError(
+                f"refusing to store a run whose model spec is {len(model):,} characters long "
+                f"(at most {rows.MAX_NAME_CHARS:,})"
+            )
         run_id = _new_run_id()
         self._locks[run_id] = acquire(self.path, run_id)
         now = time.time()
         try:
             self._db.execute(
                 "INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, NULL)",
-                (run_id, now, now, escape_surrogates(mask_url(model)), RUN_RUNNING, json.dumps(config)),
+                (run_id, now, now, model, RUN_RUNNING, json.dumps(config)),
             )
         except BaseException:
             self.release_run(run_id)

@@ -332,8 +332,8 @@ class HTTPGenerator(RemoteGenerator):
             try:
                 async with session.get(
                     target, headers=self._sent_headers(auth), timeout=timeout, proxy=proxy, allow_redirects=False
-                ) as response:
-                    await response.read()
+                ):
+                    pass  # an answer's head proves someone is there; its body (maybe endless) is not read
                 return
             except aiohttp.InvalidURL as exc:  # e.g. a control character or a bad port in --base-url
                 raise GeneratorUnavailable(
