@@ -212,3 +212,19 @@ def test_parquet_rows_are_capped(tmp_path, pq, monkeypatch):
     pq.write_table(pa.table({"prompt": ["a", "b", "c"]}), path)
     monkeypatch.setattr(datasets, "MAX_ROWS", 2)
     assert error_of(path) == "too many rows (more than 2; sample or split the dataset)"
+
+
+@pytest.mark.parametrize(("cell", "kind"), [({"role": "user", "content": "hi"}, "an object"), (["a", "b"], "a list")])
+def test_a_prompt_that_is_not_text_is_refused_naming_its_row(tmp_path, cell, kind):
+    path = tmp_path / "d.jsonl"
+    path.write_text(json.dumps({"prompt": "fine"}) + "\n" + json.dumps({"prompt": cell}) + "\n", encoding="utf-8")
+    with pytest.raises(DatasetError) as info:
+        load_rows(path)
+    assert str(info.value) == f"{path}: row 2: the 'prompt' column (prompt) holds {kind}, not text"
+
+
+def test_a_list_of_targets_keeps_its_first_and_numbers_are_text(tmp_path):
+    path = tmp_path / "d.jsonl"
+    path.write_text(json.dumps({"q": 42, "answers": ["first", "second"]}) + "\n", encoding="utf-8")
+    (row,) = load_rows(path, {"prompt": "q", "target": "answers"})
+    assert (row.prompt, row.target) == ("42", "first")

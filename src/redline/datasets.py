@@ -447,13 +447,24 @@ def hub_dataset_files(repo: str, patterns: Iterable[str]) -> tuple[str, list[Pat
     return (f"{repo}@{snapshot.name}", files) if files else None
 
 
-def _text(value: Any) -> str | None:
+class _NotText(Exception):
+    """A cell that holds a list or an object where text is wanted; ``args[0]`` names it."""
+
+
+def _text(value: Any, first_of_list: bool = False) -> str | None:
+    """The stripped text of a cell (None for an empty one); a number is written as text. With
+    ``first_of_list``, a list's first item (e.g. the first of several targets). Raises
+    :class:`_NotText` for a list or an object otherwise."""
     if value is None:
         return None
-    if isinstance(value, (list, tuple)):  # e.g. a list of targets: keep the first
+    if isinstance(value, (list, tuple)) and first_of_list:
         value = value[0] if value else None
         if value is None:
             return None
+    if isinstance(value, (list, tuple)):
+        raise _NotText("a list")
+    if isinstance(value, dict):
+        raise _NotText("an object")
     text = str(value).strip()
     return text or None
 
@@ -485,16 +496,24 @@ def load_rows(source: str | Path, columns: Mapping[str, str] | None = None) -> l
             raise DatasetError(f"{source}: no column {column!r} for {name} (columns: {shown or 'none'}){hint}")
     rows = []
     for index, raw in enumerate(raw_rows):
-        prompt = _text(raw.get(mapping["prompt"]))
+        cells: dict[str, str | None] = {}
+        for name, column in mapping.items():
+            try:
+                cells[name] = _text(raw.get(column), first_of_list=name in ("target", "category"))
+            except _NotText as exc:
+                raise DatasetError(
+                    f"{source}: row {index + 1}: the {column!r} column ({name}) holds {exc.args[0]}, not text"
+                ) from None
+        prompt = cells["prompt"]
         if prompt is None:
             continue
         rows.append(
             DatasetRow(
                 index=index,
                 prompt=prompt,
-                target=_text(raw.get(mapping["target"])) if "target" in mapping else None,
-                category=_text(raw.get(mapping["category"])) if "category" in mapping else None,
-                system=_text(raw.get(mapping["system"])) if "system" in mapping else None,
+                target=cells.get("target"),
+                category=cells.get("category"),
+                system=cells.get("system"),
             )
         )
     if not rows:

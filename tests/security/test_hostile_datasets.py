@@ -77,10 +77,13 @@ def test_a_tiny_parquet_file_decoding_to_gigabytes_is_refused_in_one_line(tmp_pa
 
 def test_the_same_shapes_of_a_sane_size_are_read(tmp_path):
     path = tmp_path / "fine.parquet"
-    column = pa.array([[{"text": "hello"}], [{"text": "bye"}]])
-    pq.write_table(pa.table({"prompt": column, "other": pa.array([["a", "b"], ["c"]])}), path)
+    nested = pa.array([[{"text": "hello"}], [{"text": "bye"}]])
+    table = {"prompt": pa.array(["hi", "bye"]), "nested": nested, "other": pa.array([["a", "b"], ["c"]])}
+    pq.write_table(pa.table(table), path)
     rows = load_rows(path, {"target": "other"})
-    assert [(r.prompt, r.target) for r in rows] == [("{'text': 'hello'}", "a"), ("{'text': 'bye'}", "c")]
+    assert [(r.prompt, r.target) for r in rows] == [("hi", "a"), ("bye", "c")]
+    with pytest.raises(DatasetError, match="row 1: the 'nested' column \\(prompt\\) holds a list, not text"):
+        load_rows(path, {"prompt": "nested"})
 
 
 def test_a_parquet_file_declaring_more_values_than_the_bound_is_refused_before_reading(tmp_path, monkeypatch):
