@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.metadata
+import os
 import subprocess
 import sys
 
@@ -20,3 +21,14 @@ def test_python_dash_m_runs_the_command_line() -> None:
     done = subprocess.run([sys.executable, "-m", "redline", "--help"], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0
     assert "Probe large language models" in done.stdout
+
+
+def test_a_scan_whose_output_streams_are_ascii_escapes_what_they_cannot_encode(tmp_path) -> None:
+    env = {k: v for k, v in os.environ.items() if k != "REDLINE_DEBUG"} | {"PYTHONIOENCODING": "ascii"}
+    command = [sys.executable, "-m", "redline", "scan", "-m", "test.echo", "-p", "encoding.Base64", "--sample", "2"]
+    done = subprocess.run(
+        [*command, "--store", str(tmp_path / "s.db")], capture_output=True, text=True, timeout=120, env=env
+    )
+    assert done.returncode in (0, 3), done.stderr
+    assert "internal error" not in done.stderr
+    assert "\\xb7" in done.stdout + done.stderr  # the summary's separator, escaped

@@ -677,6 +677,7 @@ def main(argv: list[str] | None = None) -> None:
     # (and a local model's own work) need; waiting passively leaves the cores to whoever has work.
     # OpenMP reads this when torch is first imported, which the CLI does only when a model starts.
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    _escape_what_streams_cannot_encode()
     command = typer.main.get_command(app)
     args = sys.argv[1:] if argv is None else argv
     scan_run.PROCESS_IS_OURS["value"] = argv is None
@@ -694,6 +695,19 @@ def main(argv: list[str] | None = None) -> None:
     except Exception as exc:
         code = common.report_exception(exc)
     sys.exit(code if isinstance(code, int) else 0)
+
+
+def _escape_what_streams_cannot_encode() -> None:
+    """Make standard output and error write a character their encoding lacks (``·`` to an ASCII
+    or a Windows code-page stream) as an escape instead of failing the command."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is None or (getattr(stream, "encoding", "") or "").lower().replace("-", "") == "utf8":
+            continue
+        try:
+            reconfigure(errors="backslashreplace")
+        except (ValueError, OSError):  # a stream that cannot change now: it stays as it is
+            pass
 
 
 def _report_parser_error(exc: Any) -> int:
