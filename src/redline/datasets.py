@@ -447,24 +447,27 @@ def hub_dataset_files(repo: str, patterns: Iterable[str]) -> tuple[str, list[Pat
     return (f"{repo}@{snapshot.name}", files) if files else None
 
 
-class _NotText(Exception):
-    """A cell that holds a list or an object where text is wanted; ``args[0]`` names it."""
+def _cell(value: Any, first_of_list: bool = False) -> Any:
+    """A cell as read, or with ``first_of_list`` a list's first item (e.g. the first of several
+    targets; None for an empty list)."""
+    if first_of_list and isinstance(value, (list, tuple)):
+        return value[0] if value else None
+    return value
 
 
-def _text(value: Any, first_of_list: bool = False) -> str | None:
-    """The stripped text of a cell (None for an empty one); a number is written as text. With
-    ``first_of_list``, a list's first item (e.g. the first of several targets). Raises
-    :class:`_NotText` for a list or an object otherwise."""
+def _not_text(value: Any) -> str | None:
+    """What a cell holds when it cannot be taken as text ("a list", "an object"); None when it can."""
+    if isinstance(value, (list, tuple)):
+        return "a list"
+    if isinstance(value, dict):
+        return "an object"
+    return None
+
+
+def _text(value: Any) -> str | None:
+    """The stripped text of a cell that holds text or a number (None for an empty one)."""
     if value is None:
         return None
-    if isinstance(value, (list, tuple)) and first_of_list:
-        value = value[0] if value else None
-        if value is None:
-            return None
-    if isinstance(value, (list, tuple)):
-        raise _NotText("a list")
-    if isinstance(value, dict):
-        raise _NotText("an object")
     text = str(value).strip()
     return text or None
 
@@ -498,12 +501,11 @@ def load_rows(source: str | Path, columns: Mapping[str, str] | None = None) -> l
     for index, raw in enumerate(raw_rows):
         cells: dict[str, str | None] = {}
         for name, column in mapping.items():
-            try:
-                cells[name] = _text(raw.get(column), first_of_list=name in ("target", "category"))
-            except _NotText as exc:
-                raise DatasetError(
-                    f"{source}: row {index + 1}: the {column!r} column ({name}) holds {exc.args[0]}, not text"
-                ) from None
+            value = _cell(raw.get(column), first_of_list=name in ("target", "category"))
+            kind = _not_text(value)
+            if kind is not None:
+                raise DatasetError(f"{source}: row {index + 1}: the {column!r} column ({name}) holds {kind}, not text")
+            cells[name] = _text(value)
         prompt = cells["prompt"]
         if prompt is None:
             continue
