@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 from helpers.lve_repos import over_repos
 from redline.attempt import Message
 from redline.cli.lve import app
-from redline.lve.model import load_lve
+from redline.lve.model import LVE, load_lve
 from redline.lve.runner import complete_chat, record_lve, run_lve
 from redline.lve.verify import verify
 
@@ -205,6 +205,34 @@ def test_run_cli_on_a_repository_or_missing_path(root, lves, tmp_path):
     assert many.exit_code == 1 and f"holds {lves} LVEs" in many.stderr
     missing = cli("run", str(tmp_path / "none"), "--model", "test.echo")
     assert missing.exit_code == 1 and missing.stderr.count("\n") == 1
+
+
+def write_lambda_lve(folder: Path, func: str) -> Path:
+    """An LVE in ``folder`` whose LambdaChecker is ``func`` over the parameters ``a`` and ``b``."""
+    folder.mkdir(parents=True)
+    test = {
+        "description": "d",
+        "model": "m",
+        "checker_args": {"checker_name": "LambdaChecker", "func": func},
+        "prompt": [{"content": "Compute {a} + {b}.", "role": "user"}],
+        "prompt_parameters": ["a", "b"],
+    }
+    (folder / "test.json").write_text(json.dumps(test))
+    return folder
+
+
+def test_a_checker_over_a_limit_is_one_line_naming_the_lve(tmp_path):
+    folder = write_lambda_lve(tmp_path / "big", "lambda r, a, b: 'x' * (10**11)")
+    result = cli("run", str(folder), "--model", "test.echo", "-p", "a=1", "-p", "b=2")
+    assert result.exit_code == 1
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"error: {folder / 'test.json'}: "), result.stderr
+    assert "exceeds the limit" in lines[0]
+
+
+def test_an_lve_outside_a_repository_is_named_by_its_path_with_one_leading_slash():
+    assert LVE(test_path=Path("/h8/lr/test.json")).name == "/h8/lr"
+    assert LVE(test_path=Path("/a/b/c/d/e/test.json")).name == "b/c/d/e"
 
 
 @pytest.mark.parametrize(

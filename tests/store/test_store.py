@@ -24,6 +24,7 @@ from redline.store import (
     RUN_RUNNING,
     AttemptCounts,
     BatchWriter,
+    DamagedRun,
     ProbeResultRecord,
     ReviewRecord,
     RunListing,
@@ -82,6 +83,27 @@ def test_create_get_and_list_runs(store):
     assert set(listed) == {run_id, other}
     assert listed[run_id].model == "openai:m" and listed[run_id].status == RUN_RUNNING
     assert listed[run_id].attempts == listed[run_id].failed == listed[run_id].errored == 0
+
+
+def test_a_damaged_run_row_is_listed_as_damaged_in_its_place_and_the_other_runs_as_usual(tmp_path):
+    path = tmp_path / "runs.db"
+    with Store(path) as store:
+        good = store.create_run("m", {})
+        store.save_attempt(good, make_attempt(0, evaluation=["fail"]))
+        bad = store.create_run("m", {})
+        store.save_attempt(bad, make_attempt(0))
+        newer = store.create_run("m", {})
+    con = sqlite3.connect(path)
+    with con:
+        con.execute("UPDATE runs SET created = 'yesterday' WHERE run_id = ?", (bad,))
+        con.execute("UPDATE runs SET created = created + 10 WHERE run_id = ?", (newer,))
+    con.close()
+    with Store(path) as store:
+        listed = store.list_runs()
+    assert listed[0] == DamagedRun(run_id=bad, problem="its creation time is not a time")
+    assert [(r.run_id, type(r)) for r in listed[1:]] == [(newer, RunListing), (good, RunListing)]
+    assert (listed[2].attempts, listed[2].failed) == (1, 1)
+    assert listed[0].as_dict() == {"run_id": bad, "status": "damaged", "problem": "its creation time is not a time"}
 
 
 def test_list_runs_counts_attempts_failures_and_errors(store):

@@ -47,6 +47,29 @@ def test_runs_list_links_every_run_with_its_status_and_offers_a_comparison(hosti
     assert form.one("select[name=b]") and form.one("button[type=submit]")
 
 
+def test_the_runs_list_marks_a_damaged_run_row_and_still_links_and_compares_the_others(tmp_path):
+    path = tmp_path / "two.db"
+    with Store(path) as store:
+        good, bad = store.create_run("m", {}), store.create_run("m", {})
+        for run_id in (good, bad):
+            store.set_run_status(run_id, RUN_COMPLETE)
+            store.release_run(run_id)
+    con = sqlite3.connect(path)
+    with con:
+        con.execute("UPDATE runs SET created = 'yesterday' WHERE run_id = ?", (bad,))
+    con.close()
+    client = client_for(path)
+    doc = page(client, "/")
+    assert doc.one(f"table#runs tr[data-run={good}]").one("a.run-link").get("href") == f"/runs/{good}"
+    damaged = doc.one(f"table#runs tr[data-run={bad}]")
+    assert damaged.get("data-damaged") == "true" and not damaged.select("a")
+    assert damaged.one("td.status").text.strip() == "damaged"
+    assert "its creation time is not a time" in damaged.text
+    assert [o.get("value") for o in doc.one("form#compare-form").one("select[name=a]").select("option")] == [good]
+    compared = page(client, f"/compare?a={good}&b={good}")
+    assert [o.get("value") for o in compared.one("select[name=b]").select("option")] == [good]
+
+
 def test_run_page_shows_the_summary_by_family_as_build_summary_computes_it(hostile_store):
     path, run_id = hostile_store
     doc = page(client_for(path), f"/runs/{run_id}")

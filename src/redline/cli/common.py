@@ -27,7 +27,7 @@ from redline.report.resume import DEFAULT_STORE, resume_command, store_args
 from redline.report.summary import build_summary, gate_outcome
 from redline.report.tally import ReviewTally
 from redline.report.terminal import example_failures, print_run_summary
-from redline.store import Store
+from redline.store import DamagedRun, RunListing, Store
 from redline.textsafety import visible
 
 __all__ = [
@@ -220,17 +220,34 @@ def print_plugins(kind: str, as_json: bool) -> None:
 
 
 def print_runs(store_path: Path, as_json: bool) -> None:
-    """List the runs in the store at ``store_path``: a table on stdout, or JSON with ``as_json``."""
+    """List the runs in the store at ``store_path``: a table on stdout, or JSON with ``as_json``.
+
+    A damaged run row is listed as damaged (its id and what is wrong) and the others as usual;
+    then one ``error:`` line on stderr counts the damaged rows and the exit status is
+    :data:`EXIT_USER_ERROR`.
+    """
     with open_store(store_path, must_exist=True) as store:
         runs = store.list_runs()
     if as_json:
         sys.stdout.write(json.dumps([r.as_dict() for r in runs], indent=2) + "\n")
-        return
+    else:
+        out_console.print(_runs_table(store_path, runs))
+    damaged = [r for r in runs if isinstance(r, DamagedRun)]
+    if damaged:
+        err_console.print(f"error: {visible(_damaged_runs_line(store_path, damaged))}", markup=False, highlight=False)
+        raise typer.Exit(EXIT_USER_ERROR)
 
+
+def _runs_table(store_path: Path, runs: list[RunListing | DamagedRun]) -> Table:
+    """The table of ``redline runs``: one row per run, a damaged one with what is wrong as its status."""
     table = Table(title=escape(f"runs in {store_path}"))
     for col in ("run", "created", "model", "status", "attempts", "failed", "errored"):
         table.add_column(col)
     for r in runs:
+        if isinstance(r, DamagedRun):
+            damage = Text(visible(f"damaged ({r.problem})"), style="red")
+            table.add_row(Text(visible(r.run_id)), "", "", damage, "", "", "")
+            continue
         created = dt.datetime.fromtimestamp(r.created).strftime("%Y-%m-%d %H:%M:%S")
         table.add_row(
             r.run_id,
@@ -241,4 +258,16 @@ def print_runs(store_path: Path, as_json: bool) -> None:
             str(r.failed),
             str(r.errored),
         )
-    out_console.print(table)
+    return table
+
+
+def _damaged_runs_line(store_path: Path, damaged: list[DamagedRun]) -> str:
+    """The one line that says which runs of the store at ``store_path`` are damaged."""
+    if len(damaged) == 1:
+        (run,) = damaged
+        return f"store {store_path}: run {run.run_id!r} is damaged ({run.problem}); it was not written by redline"
+    first = damaged[0].run_id
+    return (
+        f"store {store_path}: {len(damaged)} runs are damaged (run {first!r} and {len(damaged) - 1} more, "
+        "listed as damaged); they were not written by redline"
+    )

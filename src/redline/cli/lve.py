@@ -27,7 +27,7 @@ from redline.generators import get_generator
 from redline.lve.isolation import CheckerPool, checker_for
 from redline.lve.limits import MEMORY_HELP, TIMEOUT_HELP, CheckerLimits, checker_limits, configure_shared_pool
 from redline.lve.model import MAX_INSTANCE_LINE_BYTES, MAX_INSTANCES_FILE_BYTES, find_lves, load_lve
-from redline.lve.runner import record_lve, run_lve
+from redline.lve.runner import naming, record_lve, run_lve
 from redline.lve.verify import verify as run_verify
 from redline.report.formatting import plural
 from redline.untrusted import NotJSONObjectError, UntrustedInputError, json_object_lines
@@ -158,7 +158,8 @@ def run(
             takes = ", ".join(lve.prompt_parameters) or "no parameters"
             raise UsageError(f"unknown parameter(s) {', '.join(unknown)}: {lve.name} takes {takes}")
         options = _model_options(lve, temperature, max_tokens, top_p)
-        checker_for(lve, trust_code=trust_code, args={**options, **params})  # fail before any model call
+        with naming(lve):
+            checker_for(lve, trust_code=trust_code, args={**options, **params})  # fail before any model call
 
         async def go() -> Any:
             generator = get_generator(model, base_url=base_url, **options)
@@ -243,7 +244,8 @@ def record(
         lve = _single_lve(path)
         rows = _read_param_rows(params_file, lve)
         options = _model_options(lve, temperature, max_tokens, top_p)
-        checker_for(lve, trust_code=trust_code, args={**options, **rows[0]})  # fail before any model call
+        with naming(lve):
+            checker_for(lve, trust_code=trust_code, args={**options, **rows[0]})  # fail before any model call
 
         async def go() -> Any:
             generator = get_generator(model, base_url=base_url, **options)

@@ -177,7 +177,7 @@ class LVE:
                     return rel.as_posix()
             except ValueError:
                 pass
-        return "/".join(self.directory.resolve().parts[-4:])
+        return Path(*self.directory.resolve().parts[-4:]).as_posix()
 
     @property
     def checker_name(self) -> str:

@@ -16,13 +16,15 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from redline import __version__
 from redline.attempt import Conversation, Message, Turn
+from redline.errors import RedlineError
 from redline.generators import GeneratorError
 from redline.lve.errors import LVEFormatError
 from redline.lve.isolation import IsolatedChecker, checker_for
@@ -34,6 +36,7 @@ __all__ = [
     "complete_chat",
     "instance_record",
     "judge",
+    "naming",
     "record_instance",
     "record_lve",
     "run_lve",
@@ -114,7 +117,8 @@ async def run_lve(
     params = {k: v for k, v in params.items() if k in lve.prompt_parameters}
     args = {**dict(model_args or {}), **params}
     if checker is None or lve.is_templated():
-        checker = checker_for(lve, trust_code=trust_code or bool(getattr(checker, "custom", False)), args=args)
+        with naming(lve):
+            checker = checker_for(lve, trust_code=trust_code or bool(getattr(checker, "custom", False)), args=args)
     prompts_in = lve.prompts_for(params)
     prompts_out = [await complete_chat(generator, chat) for chat in prompts_in]
     safe, recorded = await judge(lve, checker, prompts_in, prompts_out, params)
@@ -133,11 +137,12 @@ async def judge(
     event loop (other attempts, progress, Ctrl-C) keeps running."""
 
     def call() -> tuple[bool, Any]:
-        if lve.is_multi_run:
-            safe, recorded = checker.invoke_check(prompts_in, prompts_out, params)
-        else:
-            safe, recorded = checker.invoke_check(prompts_in[0], prompts_out[0], params)
-        return bool(safe), checker.postprocess_response(recorded)
+        with naming(lve):
+            if lve.is_multi_run:
+                safe, recorded = checker.invoke_check(prompts_in, prompts_out, params)
+            else:
+                safe, recorded = checker.invoke_check(prompts_in[0], prompts_out[0], params)
+            return bool(safe), checker.postprocess_response(recorded)
 
     if isinstance(checker, IsolatedChecker):
         try:
@@ -146,6 +151,33 @@ async def judge(
             checker.pool.close()  # the thread waiting on its worker returns at once
             raise
     return call()
+
+
+@contextmanager
+def naming(lve: LVE) -> Iterator[None]:
+    """A :class:`~redline.errors.RedlineError` raised inside (a checker over a limit, a worker
+    that failed) raised again, of the same type, with its message starting with ``lve``'s
+    ``test.json`` (unless it already does)."""
+    try:
+        yield
+    except RedlineError as exc:
+        named = _named(lve, exc)
+        if named is None:
+            raise
+        raise named from exc
+
+
+def _named(lve: LVE, exc: RedlineError) -> RedlineError | None:
+    """``exc`` of the same type with ``lve``'s ``test.json`` in front of its message; ``None``
+    when the message already starts with it or the type is not built from a message alone."""
+    where = str(lve.test_path)
+    text = str(exc)
+    if text.startswith(where):
+        return None
+    try:
+        return type(exc)(f"{where}: {text}")
+    except TypeError:
+        return None
 
 
 def instance_record(lve: LVE, run: LVERun, model: str, author: str = "", checker: Any = None) -> dict[str, Any]:
@@ -203,6 +235,7 @@ async def record_lve(
     results = []
     for params in param_rows:
         run = await run_lve(lve, generator, params, trust_code=trust_code, model_args=model_args)
-        checker = checker_for(lve, trust_code=trust_code, args={**run.model_args, **run.params})
+        with naming(lve):
+            checker = checker_for(lve, trust_code=trust_code, args={**run.model_args, **run.params})
         results.append((run, record_instance(lve, run, model, None, author, file_name, checker)))
     return results

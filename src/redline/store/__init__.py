@@ -23,7 +23,7 @@ from redline.store.records import (
     RunRecord,
     ValidationRecord,
 )
-from redline.store.rows import DamagedAttempt, RowDamaged
+from redline.store.rows import DamagedAttempt, DamagedRun, RowDamaged
 from redline.store.sqlite import Store
 from redline.store.trust import StoreRefused
 from redline.store.writer import BatchWriter
@@ -37,6 +37,7 @@ __all__ = [
     "AttemptCounts",
     "BatchWriter",
     "DamagedAttempt",
+    "DamagedRun",
     "ProbeResultRecord",
     "ReviewRecord",
     "RunListing",

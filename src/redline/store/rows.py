@@ -29,6 +29,7 @@ __all__ = [
     "MAX_NAME_CHARS",
     "Bad",
     "DamagedAttempt",
+    "DamagedRun",
     "RowDamaged",
     "attempt_data",
     "cached_outputs",
@@ -86,6 +87,18 @@ class DamagedAttempt:
     probe: str
     seq: int
     problem: str
+
+
+@dataclass(frozen=True)
+class DamagedRun:
+    """A run row that cannot be read: its id (as text, shortened) and what is wrong."""
+
+    run_id: str
+    problem: str
+
+    def as_dict(self) -> dict[str, str]:
+        """``{"run_id", "status": "damaged", "problem"}``: one entry of ``redline runs --json``."""
+        return {"run_id": self.run_id, "status": "damaged", "problem": self.problem}
 
 
 # -- scalars -----------------------------------------------------------------------------------------

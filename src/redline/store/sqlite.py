@@ -59,7 +59,7 @@ from redline.store.records import (
     RunRecord,
     ValidationRecord,
 )
-from redline.store.rows import Bad, DamagedAttempt, read
+from redline.store.rows import Bad, DamagedAttempt, DamagedRun, read
 from redline.store.schema import INSERT_ATTEMPT, prepare
 from redline.store.trust import check_schema, harden
 from redline.textsafety import escape_surrogates
@@ -298,28 +298,34 @@ class Store:
             message=message,
         )
 
-    def list_runs(self) -> list[RunListing]:
-        """Every run with its attempt totals, newest first."""
+    def list_runs(self) -> list[RunListing | DamagedRun]:
+        """Every run with its attempt totals, newest first; a row that is not a run as redline
+        writes it is listed in its place as a :class:`~redline.store.rows.DamagedRun`."""
         found = self._db.execute(
             """SELECT r.run_id, r.created, r.model, r.status,
                       COUNT(a.seq), COALESCE(SUM(a.failed), 0), COALESCE(SUM(a.errored), 0)
                FROM runs r LEFT JOIN attempts a ON a.run_id = r.run_id
                GROUP BY r.run_id ORDER BY r.created DESC"""
         ).fetchall()
+        listed: list[RunListing | DamagedRun] = []
         for r in found:
-            read(self.path, f"run {str(r[0])[:80]!r}", _listed_run, r)
-        return [
-            RunListing(
-                run_id=r[0],
-                created=r[1],
-                model=r[2],
-                status=self._shown(r[0], r[3], None)[0],
-                attempts=r[4],
-                failed=r[5],
-                errored=r[6],
+            try:
+                _listed_run(r)
+            except Bad as exc:
+                listed.append(DamagedRun(run_id=str(r[0])[:80], problem=str(exc)))
+                continue
+            listed.append(
+                RunListing(
+                    run_id=r[0],
+                    created=r[1],
+                    model=r[2],
+                    status=self._shown(r[0], r[3], None)[0],
+                    attempts=r[4],
+                    failed=r[5],
+                    errored=r[6],
+                )
             )
-            for r in found
-        ]
+        return listed
 
     def set_run_status(self, run_id: str, status: str, message: str | None = None) -> None:
         """Set the run's status (``RUN_*``) and message (``None`` clears it) and its update time.

@@ -18,7 +18,7 @@ from redline.report.outcome import cached_note, errored_note
 from redline.report.resume import resume_command
 from redline.report.rows import family_of
 from redline.report.summary import PooledRate, ProbeSummary, build_summary
-from redline.store import RUN_RUNNING, RunNotFound, RunRecord, Store
+from redline.store import RUN_RUNNING, DamagedRun, RunListing, RunNotFound, RunRecord, Store
 from redline.view.attempts import (
     OUTCOMES,
     AttemptQuery,
@@ -57,9 +57,18 @@ def find_run(store: Store, run_id: str) -> RunRecord:
 
 
 def runs_context(store: Store) -> dict[str, Any]:
-    """The runs list: every run, newest first, with its totals and shown status."""
-    runs = store.list_runs()
-    return {"title": "runs", "runs": runs, "run_url": run_url}
+    """The runs list: every run, newest first, with its totals and shown status; ``listed`` has
+    a damaged run row in its place (marked), ``runs`` (the runs to compare) leaves it out."""
+    listed = store.list_runs()
+    runs = [r for r in listed if isinstance(r, RunListing)]
+    return {
+        "title": "runs",
+        "listed": listed,
+        "runs": runs,
+        "damaged": len(listed) - len(runs),
+        "is_damaged": lambda r: isinstance(r, DamagedRun),
+        "run_url": run_url,
+    }
 
 
 def run_state(store: Store, run: RunRecord) -> dict[str, Any]:
@@ -186,7 +195,7 @@ def compare_context(store: Store, a: str, b: str) -> dict[str, Any]:
     return {
         "title": f"compare {a} · {b}",
         "cmp": comparison,
-        "runs": store.list_runs(),
+        "runs": [r for r in store.list_runs() if isinstance(r, RunListing)],
         "a": a,
         "b": b,
         "run_url": run_url,
