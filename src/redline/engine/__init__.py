@@ -1,5 +1,5 @@
 """The engine: a scan's configuration (:mod:`.config`, :mod:`.config_file`) and the scan itself
-(:mod:`.scan`): probes → generator → detectors → evaluation, every attempt stored as it finishes,
+(:mod:`.pipeline`): probes → generator → detectors → evaluation, every attempt stored as it finishes,
 phase 4 per probe, resumable."""
 
 from redline.engine.config import ScanConfig
