@@ -15,10 +15,13 @@ attachments are the same on resume (the drawings are kept in memory for the next
 
 from __future__ import annotations
 
+import base64
 import functools
+import hashlib
 import io
 import random
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from redline.errors import RedlineError
@@ -252,9 +255,6 @@ def thumbnail_uri(message: Any, file: Any, size: int = 240) -> str | None:
     (where the caller found it, e.g. :func:`redline.attachments.stored_image`) and redrawn by Pillow
     (``None`` when there is none to show: no file, not a file redline stored by its sha256, a file
     whose bytes changed or that Pillow cannot read)."""
-    import base64
-    import hashlib
-    from pathlib import Path
 
     checksum = getattr(message, "data_checksum", None)
     mime = (getattr(message, "data_type", None) or (None, None))[0] or ""
