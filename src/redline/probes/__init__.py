@@ -144,9 +144,9 @@ probes = PluginRegistry(
 )
 
 #: Probes built from files rather than from names, by what reads them: ``"lve"`` (the LVEs under
-#: each path, :func:`redline.probes.lve.lve_probes`). Loaded when a scan names such files, so a
-#: scan without them does not load the LVE format and its checkers; third parties add a source
-#: through the ``redline.probe_sources`` entry-point group.
+#: each path given with ``--lve``, :func:`redline.probes.lve.lve_probes`). Loaded when a scan names
+#: such files, so a scan without them does not load the LVE format and its checkers. A scan reads
+#: only the ``lve`` source.
 probe_sources = PluginRegistry("probe source", "redline.probe_sources", {"lve": "redline.probes.lve:lve_probes"})
 
 
