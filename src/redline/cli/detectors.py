@@ -186,39 +186,40 @@ def validate(
     note = _label_note(examples, positive)
     if note:
         err_console.print(f"note: {note}", markup=False, highlight=False)
-    judged = result.tp + result.fp + result.fn + result.tn
-    if save and not judged:
-        if as_json:
-            sys.stdout.write(json.dumps(result.as_dict(), indent=2) + "\n")
-        else:
-            _print_result(instance, file, result, positive)
+    if as_json:
+        sys.stdout.write(json.dumps(result.as_dict(), indent=2) + "\n")
+    else:
+        _print_result(instance, file, result, positive)
+    if save:
+        _save_validation(instance, file, result, store)
+
+
+def _save_validation(instance: Detector, file: Path, result: ValidationResult, store: Path) -> None:
+    """Store ``result`` as the validation of ``instance`` on ``file``; refused when no row was scored
+    (it would describe nothing and replace the judge's last one)."""
+    if not result.tp + result.fp + result.fn + result.tn:
         raise UsageError(
             f"not saved: {instance.name} scored none of the {result.undetected} rows of {file} (every one "
             "undetected), so this validation would describe nothing and replace the judge's last one"
         )
-    if save:
-        record = ValidationRecord(
-            detector=instance.name,
-            version=instance.version,
-            dataset=dataset_id(file),
-            tp=result.tp,
-            fp=result.fp,
-            fn=result.fn,
-            tn=result.tn,
-            undetected=result.undetected,
-            created=time.time(),
-        )
-        with common.open_store(store) as db:
-            db.save_validation(record)
-        err_console.print(
-            f"saved: {record.detector} version {record.version} on {record.dataset} in {store}",
-            markup=False,
-            highlight=False,
-        )
-    if as_json:
-        sys.stdout.write(json.dumps(result.as_dict(), indent=2) + "\n")
-        return
-    _print_result(instance, file, result, positive)
+    record = ValidationRecord(
+        detector=instance.name,
+        version=instance.version,
+        dataset=dataset_id(file),
+        tp=result.tp,
+        fp=result.fp,
+        fn=result.fn,
+        tn=result.tn,
+        undetected=result.undetected,
+        created=time.time(),
+    )
+    with common.open_store(store) as db:
+        db.save_validation(record)
+    err_console.print(
+        f"saved: {record.detector} version {record.version} on {record.dataset} in {store}",
+        markup=False,
+        highlight=False,
+    )
 
 
 #: The detectors ``steer-test`` checks when none is named: the judges that need no model.

@@ -598,11 +598,12 @@ class SmolLM2Generator(TransformersGenerator):
         path = smollm2_gguf_path()
         return str(path.parent), path.name
 
-    def converted_copy(self) -> Path:
+    def converted_copy(self, identity: dict[str, Any] | None = None) -> Path:
         """The folder of the converted copy of this GGUF file: in :func:`cache_dir`, named after
         the file (path, size, modification time) and the versions of transformers and gguf that
-        convert it, so that a new file or a new converter makes a new copy."""
-        made = copy_identity()
+        convert it (``identity``, by default :func:`copy_identity`), so that a new file or a new
+        converter makes a new copy."""
+        made = identity or copy_identity()
         key = f"{made['gguf']}|{made['size']}|{made['mtime_ns']}|{'|'.join(made['versions'])}"
         return cache_dir() / f"smollm2-{hashlib.sha256(key.encode()).hexdigest()[:16]}"
 
@@ -612,7 +613,8 @@ class SmolLM2Generator(TransformersGenerator):
         """The converted copy when a previous start kept one, else the GGUF file (then kept as a
         converted copy for the next start; see the module's documentation), in ``dtype`` (by
         default the ``dtype`` option). The copy itself is always float32."""
-        copy = self.converted_copy()
+        identity = copy_identity()
+        copy = self.converted_copy(identity)
         if (copy / _COMPLETE).is_file():
             # Reading the copy draws random numbers, reading the GGUF file does not: the generator
             # state is put back so that sampling starts from the same state either way.
@@ -628,7 +630,7 @@ class SmolLM2Generator(TransformersGenerator):
                 torch.random.set_rng_state(rng)
         tokenizer, model = super()._load_pretrained(torch, auto_tokenizer, auto_model, dtype="float32")
         self.loaded_from = "gguf"
-        _keep_converted_copy(model, tokenizer, copy, copy_identity())
+        _keep_converted_copy(model, tokenizer, copy, identity)
         return tokenizer, model.to(getattr(torch, dtype or self.dtype))
 
     @property
@@ -662,18 +664,20 @@ def drop_stale_copies(kept: Path, identity: dict[str, Any]) -> None:
             made = json.loads((other / _COMPLETE).read_text(encoding="utf-8"))
         except (OSError, ValueError):
             continue
-        if not isinstance(made, dict) or not isinstance(made.get("gguf"), str):
-            continue
-        if made["gguf"] == identity["gguf"]:
+        if isinstance(made, dict) and isinstance(made.get("gguf"), str) and _stale(made, identity):
             shutil.rmtree(other, ignore_errors=True)
-            continue
-        try:
-            stat = Path(made["gguf"]).stat()
-        except OSError:
-            shutil.rmtree(other, ignore_errors=True)
-            continue
-        if (stat.st_size, stat.st_mtime_ns) != (made.get("size"), made.get("mtime_ns")):
-            shutil.rmtree(other, ignore_errors=True)
+
+
+def _stale(made: dict[str, Any], identity: dict[str, Any]) -> bool:
+    """Whether a copy made from ``made`` (its marker) is one no start will read again, beside the
+    copy of ``identity``: of the same GGUF file as it was before, or of a file gone or changed."""
+    if made["gguf"] == identity["gguf"]:
+        return True
+    try:
+        stat = Path(made["gguf"]).stat()
+    except OSError:
+        return True
+    return (stat.st_size, stat.st_mtime_ns) != (made.get("size"), made.get("mtime_ns"))
 
 
 def _keep_converted_copy(model: Any, tokenizer: Any, folder: Path, identity: dict[str, Any] | None = None) -> None:
