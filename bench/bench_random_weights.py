@@ -14,7 +14,8 @@ are generated with the same settings (``--max-tokens``, temperature 0.7, ``top_p
 With ``--end-rate R`` each row ends at each step with chance ``R`` (the end token is made the
 likeliest), so rows leave the batch at different steps as a trained model's do; with 0 every row
 runs ``--max-tokens`` steps and the two do the same number of steps. Each round times one of
-each (generation only, the device synchronised), after a warm-up on a few prompts;
+each (generation only, the device synchronised), after an untimed run of each on the same prompts
+(kernels, the allocator and the shapes of a full batch warmed);
 ``--profile`` prints a cProfile of one more run of each. The ratio is redline's generated tokens
 per second over ``generate()``'s, round by round.
 
@@ -133,6 +134,7 @@ def run_redline(torch: Any, model: Any, prompts: list[list[int]], args: Any, pro
         eos_ids=[END_TOKEN] if args.end_rate else [],
         cache_class=DynamicCache,
         cache_bytes=8 * 2**30,
+        prefill_tokens=args.prefill_tokens,
     )
     finished = threading.Event()
     counts = {"left": len(prompts), "tokens": 0}
@@ -160,7 +162,12 @@ def run_redline(torch: Any, model: Any, prompts: list[list[int]], args: Any, pro
     synchronize(torch, args.device)
     if failures:
         raise SystemExit(f"redline's batcher failed: {failures[0]}")
+    FORWARD_PASSES["redline"] = batcher.stats["forward"]
     return counts["tokens"], time.perf_counter() - started
+
+
+#: Forward passes of the last redline run.
+FORWARD_PASSES: dict[str, int] = {}
 
 
 def run_generate(torch: Any, model: Any, prompts: list[list[int]], args: Any, profile: Any = None) -> tuple[int, float]:
@@ -209,12 +216,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--end-rate", type=float, default=0.0, help="chance a row ends at each step (default 0)")
     parser.add_argument("--rounds", type=int, default=3, help="rounds of the two (default 3)")
     parser.add_argument("--profile", action="store_true", help="print a cProfile of one more run of each")
+    parser.add_argument(
+        "--prefill-tokens",
+        type=int,
+        help="redline's bound on prompt tokens in one prefill pass (default: its own for the device)",
+    )
     args = parser.parse_args(argv)
 
     import torch
     import transformers
+    from transformers import DynamicCache
 
-    from redline.generators.continuous import NUCLEUS_CANDIDATES
+    from redline.generators.continuous import NUCLEUS_CANDIDATES, ContinuousBatcher
 
     rng = random.Random(0)
     model = build(torch, args.shape, args.device, getattr(torch, args.dtype))
@@ -224,21 +237,40 @@ def main(argv: list[str] | None = None) -> int:
     vocab = model.config.vocab_size
     start = [rng.randrange(3, vocab) for _ in range(24)]
     prompts = [start + [rng.randrange(3, vocab) for _ in range(rng.randrange(16, 134))] for _ in range(args.rows)]
-    run_redline(torch, model, prompts[:8], args)  # warm-up: kernels, allocator
-    run_generate(torch, model, prompts[:8], args)
+    bound = (
+        args.prefill_tokens
+        or ContinuousBatcher(
+            torch,
+            model,
+            device=args.device,
+            max_rows=1,
+            max_new_tokens=1,
+            temperature=TEMPERATURE,
+            top_p=TOP_P,
+            seed=0,
+            eos_ids=[],
+            cache_class=DynamicCache,
+        ).prefill_tokens
+    )
+    run_redline(torch, model, prompts, args)  # warm-up: kernels, allocator, a full batch's shapes
+    run_generate(torch, model, prompts, args)
     print(
         f"`python bench/bench_random_weights.py {' '.join(argv if argv is not None else sys.argv[1:])}`  \n"
         f"torch {torch.__version__}, transformers {transformers.__version__}, device {args.device}, "
         f"{args.shape} shape in {args.dtype} (output layer x{scale:g}), {args.rows} prompts, "
-        f"max_tokens {args.max_tokens}, end rate {args.end_rate}\n"
+        f"max_tokens {args.max_tokens}, end rate {args.end_rate}, prefill bound {bound} tokens\n"
     )
-    print("| round | redline tokens/s | generate() tokens/s | ratio |\n|---|---:|---:|---:|")
+    print("| round | redline tokens/s (forward passes) | generate() tokens/s | ratio |\n|---|---:|---:|---:|")
     ratios = []
     for round_ in range(args.rounds):
         ours, ours_s = run_redline(torch, model, prompts, args)
         theirs, theirs_s = run_generate(torch, model, prompts, args)
         ratios.append(ours / ours_s / (theirs / theirs_s))
-        print(f"| {round_ + 1} | {ours / ours_s:.0f} | {theirs / theirs_s:.0f} | {ratios[-1]:.2f} |", flush=True)
+        passes = FORWARD_PASSES["redline"]
+        print(
+            f"| {round_ + 1} | {ours / ours_s:.0f} ({passes}) | {theirs / theirs_s:.0f} | {ratios[-1]:.2f} |",
+            flush=True,
+        )
     print(f"\nredline / generate(): median {statistics.median(ratios):.2f} ({min(ratios):.2f}–{max(ratios):.2f})")
     if args.profile:
         for name, run in (("redline", run_redline), ("generate()", run_generate)):

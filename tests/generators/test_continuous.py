@@ -370,11 +370,8 @@ def test_decoding_writes_into_spare_room_instead_of_copying_the_cache_each_step(
     assert len(buffers) >= 30 and len(set(buffers)) <= 2
 
 
-def test_a_prefill_pass_takes_a_bounded_number_of_prompt_tokens(model, monkeypatch):
-    from redline.generators import continuous
-
-    monkeypatch.setattr(continuous, "PREFILL_TOKENS", 12)
-    engine = batcher(model, max_rows=8)
+def test_a_prefill_pass_takes_a_bounded_number_of_prompt_tokens(model):
+    engine = batcher(model, max_rows=8, prefill_tokens=12)
     groups = []
     original = engine._prefill
 
@@ -397,12 +394,27 @@ def test_a_prefill_pass_takes_a_bounded_number_of_prompt_tokens(model, monkeypat
     assert len(groups) >= 3 and all(size <= 12 or size == len(PROMPTS["long"]) for size in groups)
 
 
-def test_a_prefill_pass_takes_the_oldest_prompt_and_those_of_like_length(model, monkeypatch):
+def test_an_accelerator_prefills_wider_passes_than_a_cpu(model):
     from redline.generators import continuous
 
-    monkeypatch.setattr(continuous, "PREFILL_TOKENS", 40)  # rows x the longest prompt of a pass
+    on_cpu, on_gpu = batcher(model), batcher(model, device="cuda:0")
+    assert on_cpu.prefill_tokens == continuous.PREFILL_TOKENS
+    assert on_gpu.prefill_tokens == continuous.ACCELERATOR_PREFILL_TOKENS > on_cpu.prefill_tokens
+
+
+def test_on_cuda_the_worker_attends_without_cudnn_and_restores_the_setting_after(model):
+    assert torch.backends.cuda.cudnn_sdp_enabled()
+    with batcher(model, device="cuda:0")._attention_kernels():
+        assert not torch.backends.cuda.cudnn_sdp_enabled()
+        assert torch.backends.cuda.flash_sdp_enabled() and torch.backends.cuda.mem_efficient_sdp_enabled()
+    assert torch.backends.cuda.cudnn_sdp_enabled()
+    with batcher(model)._attention_kernels():  # on the CPU nothing changes
+        assert torch.backends.cuda.cudnn_sdp_enabled()
+
+
+def test_a_prefill_pass_takes_the_oldest_prompt_and_those_of_like_length(model):
     prompts = {"a": PROMPTS["long"], "b": PROMPTS["sixth"], "c": list(range(70, 86)), "d": PROMPTS["short"]}
-    engine = batcher(model, max_rows=8)
+    engine = batcher(model, max_rows=8, prefill_tokens=40)  # rows x the longest prompt of a pass
     passes = []
     original = engine._prefill
     engine._prefill = lambda distinct: passes.append(sorted(map(len, distinct))) or original(distinct)

@@ -27,6 +27,7 @@ imports neither torch nor transformers.
 from __future__ import annotations
 
 import collections
+import contextlib
 import inspect
 import queue
 import threading
@@ -39,8 +40,10 @@ __all__ = ["BatchRequest", "ContinuousBatcher", "cache_keyword", "returned_cache
 
 #: Prefixes shorter than this many tokens are prefilled with their rows instead of shared.
 MIN_SHARED_PREFIX = 8
-#: Prompt tokens prefilled in one forward pass at most (more waiting rows join at later steps).
+#: Prompt tokens prefilled in one forward pass at most on a CPU (more waiting rows join at later steps).
 PREFILL_TOKENS = 2048
+#: The same bound on an accelerator, where a wider pass costs about one step and fewer passes mean fewer steps.
+ACCELERATOR_PREFILL_TOKENS = 16384
 #: The most likely tokens among which a row's nucleus (``top_p``) is looked for first.
 NUCLEUS_CANDIDATES = 256
 
@@ -196,6 +199,7 @@ class ContinuousBatcher:
         cache_class: Any,
         cache_bytes: int = 1536 * 2**20,
         prefix_cache_size: int = 4,
+        prefill_tokens: int | None = None,
     ) -> None:
         self.torch, self.model, self.device, self.cache_class = torch, model, device, cache_class
         self._cache_keyword = cache_keyword(model)
@@ -208,6 +212,9 @@ class ContinuousBatcher:
         self.temperature, self.top_p, self.seed = temperature, top_p, seed
         self.eos_ids = frozenset(int(i) for i in eos_ids)
         self.prefix_cache_size = prefix_cache_size
+        if prefill_tokens is None:
+            prefill_tokens = PREFILL_TOKENS if str(device).startswith("cpu") else ACCELERATOR_PREFILL_TOKENS
+        self.prefill_tokens = max(1, prefill_tokens)
         self._incoming: queue.SimpleQueue[BatchRequest] = queue.SimpleQueue()
         self._waiting: collections.deque[_Row] = collections.deque()
         self._rows: list[_Row] = []
@@ -269,7 +276,8 @@ class ContinuousBatcher:
     # -- the worker ----------------------------------------------------------------------------------
     def _run(self, stopping: threading.Event) -> None:
         try:
-            with self.torch.inference_mode():  # per thread: without it every step would keep its graph
+            # inference mode is per thread: without it every step would keep its graph
+            with self.torch.inference_mode(), self._attention_kernels():
                 self._loop(stopping)
         finally:
             self._take_incoming(block=False)
@@ -277,6 +285,16 @@ class ContinuousBatcher:
             self._reset()
             self._waiting.clear()
             self._fail(left.values(), RuntimeError("stopped"))
+
+    def _attention_kernels(self) -> contextlib.AbstractContextManager[Any]:
+        """While the worker runs on a CUDA device: attention by the flash, memory-efficient and math
+        kernels, not cuDNN's, which handles the batch's growing key/value buffers badly (measured in
+        ``bench/README.md``); elsewhere nothing changes. The setting is the process's while it holds."""
+        attention: Any = getattr(self.torch.nn, "attention", None)
+        if not str(self.device).startswith("cuda") or not hasattr(attention, "sdpa_kernel"):
+            return contextlib.nullcontext()
+        kernels = attention.SDPBackend
+        return attention.sdpa_kernel([kernels.FLASH_ATTENTION, kernels.EFFICIENT_ATTENTION, kernels.MATH])
 
     def _loop(self, stopping: threading.Event) -> None:
         while not stopping.is_set():
@@ -375,7 +393,7 @@ class ContinuousBatcher:
             if len(group) >= free:
                 break
             ids = tuple(row.request.ids)
-            if ids not in seen and group and (len(seen) + 1) * max(longest, len(ids)) > PREFILL_TOKENS:
+            if ids not in seen and group and (len(seen) + 1) * max(longest, len(ids)) > self.prefill_tokens:
                 break  # a prefill forward pass is one step nobody can interrupt: bound it, padding included
             # the cache is as wide as its longest row: rows x width stays within cache_bytes
             wide = max(width, len(ids)) + self.max_new_tokens + GROWTH
