@@ -394,12 +394,12 @@ def test_a_prefill_pass_takes_a_bounded_number_of_prompt_tokens(model):
     assert len(groups) >= 3 and all(size <= 12 or size == len(PROMPTS["long"]) for size in groups)
 
 
-def test_an_accelerator_prefills_wider_passes_than_a_cpu(model):
+def test_a_cuda_device_prefills_wider_passes_than_other_devices(model):
     from redline.generators import continuous
 
-    on_cpu, on_gpu = batcher(model), batcher(model, device="cuda:0")
-    assert on_cpu.prefill_tokens == continuous.PREFILL_TOKENS
-    assert on_gpu.prefill_tokens == continuous.ACCELERATOR_PREFILL_TOKENS > on_cpu.prefill_tokens
+    on_cpu, on_mps, on_gpu = batcher(model), batcher(model, device="mps"), batcher(model, device="cuda:0")
+    assert on_cpu.prefill_tokens == on_mps.prefill_tokens == continuous.PREFILL_TOKENS
+    assert on_gpu.prefill_tokens == continuous.CUDA_PREFILL_TOKENS > on_cpu.prefill_tokens
 
 
 def test_on_cuda_the_worker_attends_without_cudnn_and_restores_the_setting_after(model):

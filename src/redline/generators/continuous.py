@@ -42,8 +42,8 @@ __all__ = ["BatchRequest", "ContinuousBatcher", "cache_keyword", "returned_cache
 MIN_SHARED_PREFIX = 8
 #: Prompt tokens prefilled in one forward pass at most on a CPU (more waiting rows join at later steps).
 PREFILL_TOKENS = 2048
-#: The same bound on an accelerator, where a wider pass costs about one step and fewer passes mean fewer steps.
-ACCELERATOR_PREFILL_TOKENS = 16384
+#: The same bound on a CUDA device, where a wider pass costs about one step and fewer passes mean fewer steps.
+CUDA_PREFILL_TOKENS = 16384
 #: The most likely tokens among which a row's nucleus (``top_p``) is looked for first.
 NUCLEUS_CANDIDATES = 256
 
@@ -213,7 +213,7 @@ class ContinuousBatcher:
         self.eos_ids = frozenset(int(i) for i in eos_ids)
         self.prefix_cache_size = prefix_cache_size
         if prefill_tokens is None:
-            prefill_tokens = PREFILL_TOKENS if str(device).startswith("cpu") else ACCELERATOR_PREFILL_TOKENS
+            prefill_tokens = CUDA_PREFILL_TOKENS if str(device).startswith("cuda") else PREFILL_TOKENS
         self.prefill_tokens = max(1, prefill_tokens)
         self._incoming: queue.SimpleQueue[BatchRequest] = queue.SimpleQueue()
         self._waiting: collections.deque[_Row] = collections.deque()
