@@ -116,8 +116,10 @@ def synchronize(torch: Any, device: str) -> None:
         torch.cuda.synchronize(device)
 
 
-def run_redline(torch: Any, model: Any, prompts: list[list[int]], args: Any, profile: Any = None) -> tuple[int, float]:
-    """(tokens generated, seconds) of redline's batcher on ``prompts``, all submitted at once."""
+def run_redline(
+    torch: Any, model: Any, prompts: list[list[int]], args: Any, profile: Any = None
+) -> tuple[int, float, int]:
+    """(tokens generated, seconds, forward passes) of redline's batcher on ``prompts``, all submitted at once."""
     from transformers import DynamicCache
 
     from redline.generators.continuous import BatchRequest, ContinuousBatcher
@@ -162,12 +164,7 @@ def run_redline(torch: Any, model: Any, prompts: list[list[int]], args: Any, pro
     synchronize(torch, args.device)
     if failures:
         raise SystemExit(f"redline's batcher failed: {failures[0]}")
-    FORWARD_PASSES["redline"] = batcher.stats["forward"]
-    return counts["tokens"], time.perf_counter() - started
-
-
-#: Forward passes of the last redline run.
-FORWARD_PASSES: dict[str, int] = {}
+    return counts["tokens"], time.perf_counter() - started, batcher.stats["forward"]
 
 
 def run_generate(torch: Any, model: Any, prompts: list[list[int]], args: Any, profile: Any = None) -> tuple[int, float]:
@@ -225,9 +222,8 @@ def main(argv: list[str] | None = None) -> int:
 
     import torch
     import transformers
-    from transformers import DynamicCache
 
-    from redline.generators.continuous import NUCLEUS_CANDIDATES, ContinuousBatcher
+    from redline.generators.continuous import NUCLEUS_CANDIDATES, default_prefill_tokens
 
     rng = random.Random(0)
     model = build(torch, args.shape, args.device, getattr(torch, args.dtype))
@@ -237,21 +233,7 @@ def main(argv: list[str] | None = None) -> int:
     vocab = model.config.vocab_size
     start = [rng.randrange(3, vocab) for _ in range(24)]
     prompts = [start + [rng.randrange(3, vocab) for _ in range(rng.randrange(16, 134))] for _ in range(args.rows)]
-    bound = (
-        args.prefill_tokens
-        or ContinuousBatcher(
-            torch,
-            model,
-            device=args.device,
-            max_rows=1,
-            max_new_tokens=1,
-            temperature=TEMPERATURE,
-            top_p=TOP_P,
-            seed=0,
-            eos_ids=[],
-            cache_class=DynamicCache,
-        ).prefill_tokens
-    )
+    bound = args.prefill_tokens or default_prefill_tokens(args.device)
     run_redline(torch, model, prompts, args)  # warm-up: kernels, allocator, a full batch's shapes
     run_generate(torch, model, prompts, args)
     print(
@@ -263,10 +245,9 @@ def main(argv: list[str] | None = None) -> int:
     print("| round | redline tokens/s (forward passes) | generate() tokens/s | ratio |\n|---|---:|---:|---:|")
     ratios = []
     for round_ in range(args.rounds):
-        ours, ours_s = run_redline(torch, model, prompts, args)
+        ours, ours_s, passes = run_redline(torch, model, prompts, args)
         theirs, theirs_s = run_generate(torch, model, prompts, args)
         ratios.append(ours / ours_s / (theirs / theirs_s))
-        passes = FORWARD_PASSES["redline"]
         print(
             f"| {round_ + 1} | {ours / ours_s:.0f} ({passes}) | {theirs / theirs_s:.0f} | {ratios[-1]:.2f} |",
             flush=True,

@@ -400,6 +400,7 @@ def test_a_cuda_device_prefills_wider_passes_than_other_devices(model):
     on_cpu, on_mps, on_gpu = batcher(model), batcher(model, device="mps"), batcher(model, device="cuda:0")
     assert on_cpu.prefill_tokens == on_mps.prefill_tokens == continuous.PREFILL_TOKENS
     assert on_gpu.prefill_tokens == continuous.CUDA_PREFILL_TOKENS > on_cpu.prefill_tokens
+    assert batcher(model, device="cuda:0", prefill_tokens=12).prefill_tokens == 12  # told another
 
 
 def test_on_cuda_the_worker_attends_without_cudnn_and_restores_the_setting_after(model):

@@ -36,7 +36,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["BatchRequest", "ContinuousBatcher", "cache_keyword", "returned_cache"]
+__all__ = ["BatchRequest", "ContinuousBatcher", "cache_keyword", "default_prefill_tokens", "returned_cache"]
 
 #: Prefixes shorter than this many tokens are prefilled with their rows instead of shared.
 MIN_SHARED_PREFIX = 8
@@ -44,6 +44,13 @@ MIN_SHARED_PREFIX = 8
 PREFILL_TOKENS = 2048
 #: The same bound on a CUDA device, where a wider pass costs about one step and fewer passes mean fewer steps.
 CUDA_PREFILL_TOKENS = 16384
+
+
+def default_prefill_tokens(device: str) -> int:
+    """The prefill bound the batcher takes on ``device`` unless told another."""
+    return CUDA_PREFILL_TOKENS if str(device).startswith("cuda") else PREFILL_TOKENS
+
+
 #: The most likely tokens among which a row's nucleus (``top_p``) is looked for first.
 NUCLEUS_CANDIDATES = 256
 
@@ -212,9 +219,7 @@ class ContinuousBatcher:
         self.temperature, self.top_p, self.seed = temperature, top_p, seed
         self.eos_ids = frozenset(int(i) for i in eos_ids)
         self.prefix_cache_size = prefix_cache_size
-        if prefill_tokens is None:
-            prefill_tokens = CUDA_PREFILL_TOKENS if str(device).startswith("cuda") else PREFILL_TOKENS
-        self.prefill_tokens = max(1, prefill_tokens)
+        self.prefill_tokens = max(1, default_prefill_tokens(device) if prefill_tokens is None else prefill_tokens)
         self._incoming: queue.SimpleQueue[BatchRequest] = queue.SimpleQueue()
         self._waiting: collections.deque[_Row] = collections.deque()
         self._rows: list[_Row] = []
